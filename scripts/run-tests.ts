@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// Runs every *.test.ts under packages/ and bench/ with Node's test runner (TypeScript through tsx, workspace
+// packages resolved to their sources). Starts throwaway PostgreSQL and Redis servers once for the whole run
+// unless DATABASE_URL / REDIS_URL are given; suites that need a server they cannot get report themselves skipped.
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const filters = process.argv.slice(2);
+
+function findTests(dir: string, out: string[] = []): string[] {
+  for (const entry of readdirSync(dir)) {
+    if (entry === 'node_modules' || entry === 'dist') continue;
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) findTests(path, out);
+    else if (entry.endsWith('.test.ts')) out.push(relative(root, path));
+  }
+  return out;
+}
+
+const files = [...findTests(join(root, 'packages')), ...findTests(join(root, 'bench'))]
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort();
+if (files.length === 0) {
+  console.error('No test files matched.');
+  process.exit(1);
+}
+
+// The testkit decides how to get each server (env URL, binaries on PATH) and why not when it cannot.
+const { startSharedTestServers } = await import('@stratus/testkit');
+const servers = await startSharedTestServers();
+
+const child = spawn(
+  process.execPath,
+  ['--conditions=stratus-source', '--import', 'tsx', '--test', '--test-concurrency=2', ...files],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, ...servers.env } },
+);
+const code = await new Promise<number>((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+await servers.stop();
+process.exit(code);
