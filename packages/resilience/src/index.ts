@@ -1,0 +1,3 @@
+export * from './errors.js';
+export * from './policy.js';
+export * from './transient.js';
