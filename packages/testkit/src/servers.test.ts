@@ -1,0 +1,236 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import {
+  findPostgresBinaries,
+  findRedisServer,
+  freePort,
+  POSTGRES_UNAVAILABLE_ENV,
+  postgresForSuite,
+  REDIS_UNAVAILABLE_ENV,
+  redisForSuite,
+  startPostgres,
+  startRedis,
+  startSharedTestServers,
+} from './servers.js';
+
+async function query(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return await client.query(sql, params);
+  } finally {
+    await client.end();
+  }
+}
+
+function adminUrlOf(url: string): string {
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  return admin.toString();
+}
+
+/** Runs `fn` with some environment variables replaced (undefined deletes), restoring them afterwards. */
+async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((key) => [key, process.env[key]]));
+  const apply = (values: Record<string, string | undefined>) => {
+    for (const [key, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  };
+  apply(vars);
+  try {
+    return await fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+describe('freePort', () => {
+  it('gives a loopback port that can be bound', async () => {
+    const port = await freePort();
+    assert.ok(Number.isInteger(port) && port > 0 && port < 65_536);
+  });
+});
+
+const pgBinaries = findPostgresBinaries();
+
+describe('startPostgres', { skip: 'reason' in pgBinaries ? pgBinaries.reason : false }, () => {
+  it('starts a throwaway cluster on loopback and removes it on stop', async () => {
+    const server = await startPostgres();
+    try {
+      assert.match(server.url, /^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
+      const { rows } = await query(server.url, 'SHOW fsync');
+      assert.equal(rows[0].fsync, 'off');
+      assert.ok(existsSync(server.dataDir));
+    } finally {
+      await server.stop();
+    }
+    assert.equal(existsSync(server.dataDir), false);
+    await assert.rejects(query(server.url, 'SELECT 1'));
+    await server.stop(); // idempotent
+  });
+});
+
+const redisServer = findRedisServer();
+
+describe('startRedis', { skip: typeof redisServer === 'string' ? false : redisServer.reason }, () => {
+  it('starts a throwaway redis-server and stops it', async () => {
+    const server = await startRedis();
+    const client = new Redis(server.url, { lazyConnect: true, retryStrategy: () => null });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      assert.equal(await client.ping(), 'PONG');
+      assert.deepEqual(await client.config('GET', 'save'), ['save', '']);
+    } finally {
+      client.disconnect();
+      await server.stop();
+    }
+    const probe = new Redis(server.url, { lazyConnect: true, retryStrategy: () => null });
+    probe.on('error', () => {});
+    await assert.rejects(probe.connect());
+    probe.disconnect();
+  });
+});
+
+const pgA = await postgresForSuite('testkit servers: A');
+const pgB = await postgresForSuite('testkit servers: A');
+
+describe('postgresForSuite', { skip: pgA.skip || pgB.skip }, () => {
+  it('gives each suite a fresh database of its own', async () => {
+    assert.equal(pgA.skip, false);
+    assert.equal(pgB.skip, false);
+    if (pgA.skip !== false || pgB.skip !== false) return;
+    assert.match(pgA.database, /^stratus_testkit_servers_a_[a-z0-9]+$/);
+    assert.notEqual(pgA.database, pgB.database);
+    await query(pgA.url, 'CREATE TABLE only_in_a (id int)');
+    await query(pgA.url, 'INSERT INTO only_in_a VALUES (1)');
+    const inB = await query(pgB.url, "SELECT to_regclass('only_in_a') AS t");
+    assert.equal(inB.rows[0].t, null);
+    const { rows } = await query(
+      pgA.url,
+      'SELECT current_database() AS db, count(*)::int AS n FROM only_in_a',
+    );
+    assert.deepEqual(rows[0], { db: pgA.database, n: 1 });
+  });
+
+  it('release drops the database even with a session still on it, and is idempotent', async () => {
+    if (pgA.skip !== false || pgB.skip !== false) return;
+    const lingering = new pg.Client({ connectionString: pgB.url });
+    lingering.on('error', () => {});
+    await lingering.connect();
+    await pgA.release();
+    await pgB.release();
+    await pgB.release();
+    const { rows } = await query(
+      adminUrlOf(pgA.url),
+      'SELECT datname FROM pg_database WHERE datname = ANY($1)',
+      [[pgA.database, pgB.database]],
+    );
+    assert.deepEqual(rows, []);
+    await lingering.end().catch(() => {});
+  });
+});
+
+const redisA = await redisForSuite('testkit servers');
+const redisB = await redisForSuite('testkit servers');
+
+describe('redisForSuite', { skip: redisA.skip || redisB.skip }, () => {
+  it('gives unique key prefixes and release deletes only its own keys', async () => {
+    if (redisA.skip !== false || redisB.skip !== false) return;
+    assert.notEqual(redisA.keyPrefix, redisB.keyPrefix);
+    assert.ok(redisA.keyPrefix.startsWith('stratus-test:testkit_servers:'));
+    const client = new Redis(redisA.url);
+    try {
+      const many = Array.from({ length: 2_500 }, (_, i) => [`${redisA.keyPrefix}k${i}`, 'x']).flat();
+      await client.mset(...many);
+      await client.set(`${redisB.keyPrefix}kept`, 'y');
+      await redisA.release();
+      await redisA.release();
+      assert.equal(await client.exists(`${redisA.keyPrefix}k0`, `${redisA.keyPrefix}k2499`), 0);
+      assert.equal(await client.get(`${redisB.keyPrefix}kept`), 'y');
+      await redisB.release();
+      assert.equal(await client.exists(`${redisB.keyPrefix}kept`), 0);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('unavailable servers', () => {
+  it('suites skip at once with the reason the runner exported', async () => {
+    await withEnv(
+      {
+        CI: undefined,
+        DATABASE_URL: undefined,
+        REDIS_URL: undefined,
+        [POSTGRES_UNAVAILABLE_ENV]: 'no postgres here',
+        [REDIS_UNAVAILABLE_ENV]: 'no redis here',
+      },
+      async () => {
+        const p = await postgresForSuite('x');
+        const r = await redisForSuite('x');
+        assert.equal(p.skip, 'PostgreSQL unavailable: no postgres here');
+        assert.equal(p.url, undefined);
+        assert.equal(r.skip, 'Redis unavailable: no redis here');
+        await p.release();
+        await r.release();
+      },
+    );
+  });
+
+  it('under CI an unavailable server is an error, not a skip', async () => {
+    await withEnv(
+      { CI: 'true', DATABASE_URL: undefined, [POSTGRES_UNAVAILABLE_ENV]: 'no postgres here' },
+      async () => {
+        await assert.rejects(postgresForSuite('x'), /PostgreSQL unavailable: no postgres here/);
+      },
+    );
+  });
+});
+
+describe('startSharedTestServers', () => {
+  const base = { PATH: process.env.PATH, STRATUS_TEST_REDIS_SERVER: '/nonexistent/redis-server' };
+
+  it('uses the given URLs without starting anything', async () => {
+    if (pgA.skip !== false || redisA.skip !== false) return;
+    const lines: string[] = [];
+    const env = { ...base, DATABASE_URL: adminUrlOf(pgA.url), REDIS_URL: redisA.url };
+    const servers = await startSharedTestServers({ env, log: (l) => lines.push(l) });
+    assert.deepEqual(servers.env, { DATABASE_URL: env.DATABASE_URL, REDIS_URL: env.REDIS_URL });
+    assert.ok(lines.some((l) => l.startsWith('PostgreSQL: using ')));
+    await servers.stop();
+  });
+
+  it('exports and prints the reason a server cannot be had', async () => {
+    if (pgA.skip !== false) return;
+    const lines: string[] = [];
+    const env = { ...base, DATABASE_URL: adminUrlOf(pgA.url) };
+    const servers = await startSharedTestServers({ env, log: (l) => lines.push(l) });
+    assert.match(
+      servers.env[REDIS_UNAVAILABLE_ENV] ?? '',
+      /STRATUS_TEST_REDIS_SERVER=.* is not an executable/,
+    );
+    assert.equal(servers.env.REDIS_URL, undefined);
+    assert.ok(lines.some((l) => l.startsWith('Redis unavailable: ')));
+    await servers.stop();
+  });
+
+  it('fails loudly under CI when a server cannot be had', async () => {
+    if (pgA.skip !== false) return;
+    const env = { ...base, CI: 'true', DATABASE_URL: adminUrlOf(pgA.url) };
+    await assert.rejects(startSharedTestServers({ env, log: () => {} }), /CI needs every test server/);
+  });
+
+  it('reports a given URL that is unreachable', async () => {
+    const port = await freePort();
+    const env = { ...base, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres` };
+    const servers = await startSharedTestServers({ env, log: () => {} });
+    assert.match(servers.env[POSTGRES_UNAVAILABLE_ENV] ?? '', /^DATABASE_URL is set but unreachable: /);
+    await servers.stop();
+  });
+});
