@@ -1,2 +1,4 @@
+export * from './faults.js';
+export * from './script.js';
 export * from './servers.js';
 export * from './virtual-clock.js';
