@@ -1,0 +1,267 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { type BenchCase, type CaseResult, groupByCase, type HarnessSettings, runCases } from './harness.js';
+import {
+  buildResults,
+  computeRatios,
+  describeMachine,
+  formatTable,
+  overheadNs,
+  type ResultRow,
+  writeResults,
+} from './report.js';
+import { median, percentile, ratio, summariseRound, summariseRounds } from './stats.js';
+
+/** Tiny budgets: the test checks the mechanics, not the numbers. */
+const fast: HarnessSettings = {
+  rounds: 3,
+  warmupMs: 2,
+  targetBatchMs: 0.2,
+  roundBudgetMs: 1,
+  burstRoundBudgetMs: 1,
+  minSamples: 3,
+  maxSamples: 3,
+  minBurstSamples: 1,
+  maxBurstSamples: 1,
+};
+
+const noGc = { collect: () => {}, how: 'test' };
+
+describe('percentile', () => {
+  it('interpolates linearly between the closest ranks', () => {
+    const values = [10, 1, 9, 2, 8, 3, 7, 4, 6, 5];
+    assert.equal(percentile(values, 0), 1);
+    assert.equal(percentile(values, 100), 10);
+    assert.equal(percentile(values, 50), 5.5);
+    assert.equal(median([3, 1, 2]), 2);
+    assert.ok(Math.abs(percentile([1, 2, 3, 4], 99) - 3.97) < 1e-12);
+    assert.equal(percentile([7], 99), 7);
+  });
+
+  it('rejects an empty list and a percentile outside 0..100', () => {
+    assert.throws(() => percentile([], 50), RangeError);
+    assert.throws(() => percentile([1], 101), RangeError);
+    assert.throws(() => percentile([1], Number.NaN), RangeError);
+  });
+
+  it('does not reorder its input', () => {
+    const values = [3, 1, 2];
+    percentile(values, 50);
+    assert.deepEqual(values, [3, 1, 2]);
+  });
+});
+
+describe('round and case summaries', () => {
+  it('takes ops/s from totals and latencies per op from each batch', () => {
+    const round = summariseRound([
+      { ops: 100, ms: 1 },
+      { ops: 100, ms: 3 },
+    ]);
+    assert.equal(round.opsPerSec, 50_000);
+    assert.ok(Math.abs(round.p50Ms - 0.02) < 1e-12);
+    assert.ok(Math.abs(round.p99Ms - 0.0298) < 1e-12);
+  });
+
+  it('divides a shared batch among its concurrent callers for the per-op latency', () => {
+    const round = summariseRound([{ ops: 320, ms: 10 }], 32);
+    assert.equal(round.opsPerSec, 32_000);
+    assert.equal(round.p50Ms, 1);
+  });
+
+  it('reports the median round and the range', () => {
+    const summary = summariseRounds([
+      { opsPerSec: 300, p50Ms: 3, p99Ms: 30 },
+      { opsPerSec: 100, p50Ms: 1, p99Ms: 10 },
+      { opsPerSec: 200, p50Ms: 2, p99Ms: 20 },
+    ]);
+    assert.deepEqual(summary, {
+      opsPerSec: 200,
+      p50Ms: 2,
+      p99Ms: 20,
+      minOpsPerSec: 100,
+      maxOpsPerSec: 300,
+      rounds: 3,
+    });
+    assert.throws(() => summariseRounds([]), RangeError);
+    assert.throws(() => summariseRound([]), RangeError);
+  });
+});
+
+describe('ratios', () => {
+  it('divides Stratus ops/s by each peer in the same case, to 3 significant digits', () => {
+    assert.equal(ratio(3_000_000, 1_000_000), 3);
+    assert.equal(ratio(1, 3), 0.333);
+    assert.throws(() => ratio(1, 0), RangeError);
+    const rows: ResultRow[] = [
+      { case: 'retry', impl: 'stratus', opsPerSec: 2_000_000, p50Ms: 0, p99Ms: 0 },
+      { case: 'retry', impl: 'cockatiel', opsPerSec: 1_000_000, p50Ms: 0, p99Ms: 0 },
+      { case: 'timeout', impl: 'cockatiel', opsPerSec: 40_000, p50Ms: 0, p99Ms: 0 },
+      { case: 'timeout', impl: 'stratus', opsPerSec: 600_000, p50Ms: 0, p99Ms: 0 },
+      { case: 'timeout', impl: 'other', opsPerSec: 1_200_000, p50Ms: 0, p99Ms: 0 },
+      { case: 'bare', impl: 'baseline', opsPerSec: 9_000_000, p50Ms: 0, p99Ms: 0 },
+    ];
+    assert.deepEqual(computeRatios(rows), {
+      retry: { cockatiel: 2 },
+      timeout: { cockatiel: 15, other: 0.5 },
+    });
+  });
+});
+
+describe('runCases', () => {
+  it('interleaves the implementations of a case, rotating the order every round', async () => {
+    const order: string[] = [];
+    const collections: number[] = [];
+    const recorder = (impl: string): BenchCase => ({
+      case: 'burst',
+      impl,
+      kind: 'burst',
+      jobs: 10,
+      run: async () => {
+        order.push(impl);
+      },
+    });
+    let gcs = 0;
+    await runCases([recorder('a'), recorder('b'), recorder('c')], {
+      settings: { ...fast, warmupMs: 0 },
+      collector: { collect: () => collections.push(gcs++), how: 'test' },
+    });
+    // One warm-up burst each, then rounds a-b-c, b-c-a, c-a-b.
+    assert.deepEqual(order, ['a', 'b', 'c', 'a', 'b', 'c', 'b', 'c', 'a', 'c', 'a', 'b']);
+    // A GC before each warm-up and before each measured block.
+    assert.equal(collections.length, 3 + 9);
+  });
+
+  it('measures async, concurrent, sync and burst cases and summarises each', async () => {
+    let concurrentNow = 0;
+    let concurrentPeak = 0;
+    const cases: BenchCase[] = [
+      { case: 'bare', impl: 'baseline', kind: 'async', op: async () => 42 },
+      { case: 'add', impl: 'stratus', kind: 'sync', op: () => 1 + 1 },
+      {
+        case: 'concurrent',
+        impl: 'stratus',
+        kind: 'async',
+        concurrency: 4,
+        op: async () => {
+          concurrentPeak = Math.max(concurrentPeak, ++concurrentNow);
+          await null;
+          concurrentNow--;
+        },
+      },
+      { case: 'add', impl: 'peer', kind: 'sync', op: () => 2 + 2, note: () => 'a peer' },
+      {
+        case: 'jobs',
+        impl: 'stratus',
+        kind: 'burst',
+        jobs: 50,
+        run: async () => {
+          await Promise.all(Array.from({ length: 50 }, async () => 42));
+        },
+      },
+    ];
+    const results = await runCases(cases, { settings: fast, collector: noGc });
+    assert.deepEqual(
+      results.map((r) => [r.case, r.impl, r.kind, r.callers]),
+      [
+        ['bare', 'baseline', 'async', 1],
+        ['add', 'stratus', 'sync', 1],
+        ['add', 'peer', 'sync', 1],
+        ['concurrent', 'stratus', 'async', 4],
+        ['jobs', 'stratus', 'burst', 1],
+      ],
+    );
+    assert.equal(concurrentPeak, 4);
+    for (const r of results) {
+      assert.ok(Number.isFinite(r.summary.opsPerSec) && r.summary.opsPerSec > 0, `${r.case}/${r.impl} ops/s`);
+      assert.ok(
+        r.summary.minOpsPerSec <= r.summary.opsPerSec && r.summary.opsPerSec <= r.summary.maxOpsPerSec,
+      );
+      assert.ok(r.summary.p50Ms > 0 && r.summary.p50Ms <= r.summary.p99Ms);
+      assert.equal(r.summary.rounds, 3);
+    }
+    assert.equal((results.find((r) => r.case === 'concurrent')?.batchOps ?? 1) % 4, 0);
+    assert.equal(results.find((r) => r.case === 'jobs')?.batchOps, 50);
+    assert.equal(results.find((r) => r.impl === 'peer')?.note, 'a peer');
+  });
+
+  it('refuses two cases with the same case and implementation', () => {
+    const op = async () => 42;
+    assert.throws(
+      () =>
+        groupByCase([
+          { case: 'x', impl: 'a', kind: 'async', op },
+          { case: 'x', impl: 'a', kind: 'async', op },
+        ]),
+      /duplicate case x\/a/,
+    );
+  });
+});
+
+describe('results file', () => {
+  const fake = (c: string, impl: string, opsPerSec: number): CaseResult => ({
+    case: c,
+    impl,
+    kind: 'async',
+    callers: 1,
+    summary: {
+      opsPerSec,
+      p50Ms: 1000 / opsPerSec,
+      p99Ms: 2000 / opsPerSec,
+      minOpsPerSec: opsPerSec * 0.9,
+      maxOpsPerSec: opsPerSec * 1.1,
+      rounds: 3,
+    },
+    batchOps: 1000,
+    samplesPerRound: 10,
+    note: undefined,
+  });
+  const results = [
+    fake('bare', 'baseline', 10_000_000),
+    fake('retry', 'stratus', 5_000_000.4),
+    fake('retry', 'cockatiel', 2_000_000),
+  ];
+
+  it('has exactly the agreed shape', () => {
+    const file = buildResults('resilience', describeMachine({ payload: 'async () => 42' }), results);
+    assert.deepEqual(Object.keys(file), ['suite', 'machine', 'results', 'ratios']);
+    assert.equal(file.suite, 'resilience');
+    for (const row of file.results)
+      assert.deepEqual(Object.keys(row), ['case', 'impl', 'opsPerSec', 'p50Ms', 'p99Ms']);
+    assert.deepEqual(file.results[1], {
+      case: 'retry',
+      impl: 'stratus',
+      opsPerSec: 5_000_000,
+      p50Ms: 0.0002,
+      p99Ms: 0.0004,
+    });
+    assert.deepEqual(file.ratios, { retry: { cockatiel: 2.5 } });
+    for (const key of ['cpu', 'cores', 'memoryGiB', 'node', 'os', 'settings'])
+      assert.ok(key in file.machine, key);
+    assert.equal(file.machine.node, process.version);
+    assert.deepEqual(file.machine.settings, { payload: 'async () => 42' });
+  });
+
+  it('writes JSON that reads back the same', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-test-'));
+    try {
+      const file = buildResults('resilience', describeMachine({}), results);
+      const path = join(dir, 'results', 'resilience.json');
+      writeResults(path, file);
+      assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), file);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('prints every row, the ratio on peer rows and the overhead over the bare call', () => {
+    const file = buildResults('resilience', describeMachine({}), results);
+    const table = formatTable(results, file);
+    assert.match(table, /retry\s+cockatiel\s+2\.00 M\s+1\.80 M – 2\.20 M.*\s2\.50x$/m);
+    assert.match(table, /retry\s+stratus\s+5\.00 M/);
+    assert.equal(Math.round(overheadNs(results[1] as CaseResult, results[0]) ?? 0), 100);
+    assert.equal(overheadNs(results[0] as CaseResult, results[0]), undefined);
+  });
+});

@@ -1,0 +1,3 @@
+export * from './harness.js';
+export * from './report.js';
+export * from './stats.js';

@@ -1,0 +1,71 @@
+/**
+ * `npm run bench -- <suite> [--only <case>,<case>] [--quick]`
+ *
+ * Runs a suite, prints the table and writes bench/results/<suite>.json. `--only` runs some cases and
+ * `--quick` a single short round (a smoke check); neither writes the results file, which always holds a
+ * complete, full-length run.
+ */
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { defaultSettings, findCollector, type HarnessSettings, runCases, type Suite } from './harness.js';
+import { buildResults, describeMachine, formatTable, writeResults } from './report.js';
+import { resilienceSuite } from './suites/resilience.js';
+
+const suites: Record<string, Suite> = { resilience: resilienceSuite };
+
+const quickSettings: HarnessSettings = {
+  ...defaultSettings,
+  rounds: 1,
+  warmupMs: 100,
+  roundBudgetMs: 100,
+  burstRoundBudgetMs: 200,
+  minSamples: 10,
+  minBurstSamples: 1,
+};
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { only: { type: 'string' }, quick: { type: 'boolean', default: false } },
+});
+const suite = suites[positionals[0] ?? ''];
+if (suite === undefined || positionals.length !== 1) {
+  console.error(`usage: npm run bench -- <${Object.keys(suites).join('|')}> [--only <case>,...] [--quick]`);
+  process.exit(2);
+}
+
+const settings = values.quick ? quickSettings : defaultSettings;
+const only = values.only?.split(',').map((s) => s.trim());
+const collector = findCollector();
+const started = performance.now();
+const prepared = await suite.prepare();
+try {
+  const cases = only ? prepared.cases.filter((c) => only.includes(c.case)) : prepared.cases;
+  if (cases.length === 0) throw new Error(`no case matches --only ${values.only}`);
+  console.log(
+    `suite ${suite.name}: ${cases.length} cases, ${settings.rounds} round(s), GC: ${collector.how}`,
+  );
+  for (const line of prepared.skipped) console.log(`SKIPPED: ${line}`);
+  const results = await runCases(cases, { settings, collector, log: (line) => console.log(`  ${line}`) });
+  const machine = describeMachine({
+    ...prepared.settings,
+    harness: {
+      ...settings,
+      gc: collector.how,
+      reported: `median of ${settings.rounds} rounds; p50/p99 are batch-averaged per-op latencies`,
+    },
+  });
+  const file = buildResults(suite.name, machine, results);
+  console.log('');
+  console.log(formatTable(results, file));
+  for (const line of prepared.skipped) console.log(`SKIPPED: ${line}`);
+  if (only || values.quick) {
+    console.log('\n(partial or quick run: results file not written)');
+  } else {
+    const path = join(import.meta.dirname, '..', 'results', `${suite.name}.json`);
+    writeResults(path, file);
+    console.log(`\nwrote ${path}`);
+  }
+} finally {
+  await prepared.close();
+}
+console.log(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
