@@ -2,7 +2,7 @@
  * Suite "resilience" (anchors §13 R1, R2, L1): the overhead of each policy wrapped around `async () => 42`,
  * Stratus side by side with cockatiel, opossum, p-limit and rate-limiter-flexible in one process.
  */
-import { bulkhead } from '@stratus/resilience';
+import { bulkhead, timeout } from '@stratus/resilience';
 import {
   ConsecutiveBreaker,
   bulkhead as cockatielBulkhead,
@@ -83,7 +83,14 @@ function singlePolicyCases(): BenchCase[] {
     [TimeoutStrategy.Cooperative, 'cooperative'],
     [TimeoutStrategy.Aggressive, 'aggressive'],
   ] as const) {
+    const sTimeout = timeout({ timeoutMs: 1000, strategy: label });
     const cTimeout = cockatielTimeout(1000, strategy);
+    cases.push({
+      case: `timeout-${label}`,
+      impl: 'stratus',
+      kind: 'async',
+      op: () => sTimeout.execute(payload),
+    });
     cases.push({
       case: `timeout-${label}`,
       impl: 'cockatiel',
