@@ -9,3 +9,6 @@ export * from './circuit-breaker/failure-ratio.js';
 export * from './circuit-breaker/rolling-window.js';
 export * from './circuit-breaker/slow-call-ratio.js';
 export * from './circuit-breaker/trip-rule.js';
+export * from './hedging.js';
+export * from './latency-window.js';
+export * from './chaos.js';
