@@ -2,7 +2,7 @@
  * Suite "resilience" (anchors §13 R1, R2, L1): the overhead of each policy wrapped around `async () => 42`,
  * Stratus side by side with cockatiel, opossum, p-limit and rate-limiter-flexible in one process.
  */
-import { bulkhead, timeout } from '@stratus/resilience';
+import { bulkhead, circuitBreaker, timeout } from '@stratus/resilience';
 import {
   ConsecutiveBreaker,
   bulkhead as cockatielBulkhead,
@@ -51,7 +51,9 @@ function singlePolicyCases(): BenchCase[] {
   });
   const oBreakerNoTimeout = new CircuitBreaker(payload, { timeout: false });
   const oBreakerDefaults = new CircuitBreaker(payload);
+  const sBreaker = circuitBreaker({ trip: { kind: 'consecutive-failures', failures: 5 }, openMs: 10_000 });
   cases.push(
+    { case: 'circuit-breaker', impl: 'stratus', kind: 'async', op: () => sBreaker.execute(payload) },
     { case: 'circuit-breaker', impl: 'cockatiel', kind: 'async', op: () => cBreaker.execute(payload) },
     {
       case: 'circuit-breaker',
