@@ -5,3 +5,4 @@ export * from './errors.js';
 export * from './events.js';
 export * from './ids.js';
 export * from './validate.js';
+export * from './deadline.js';

@@ -1,0 +1,212 @@
+import type { Clock, TimerHandle } from './clock.js';
+
+/**
+ * Something that expires at a point in time. Subclass it and hand it to a DeadlineScheduler: the scheduler's
+ * bookkeeping lives on the object itself, so scheduling a deadline allocates nothing.
+ */
+export abstract class Deadline {
+  /** Scheduler bookkeeping: the bucket holding this deadline while it is scheduled. */
+  deadlineBucket: DeadlineBucket | undefined = undefined;
+  /** Scheduler bookkeeping: the position in that bucket. */
+  deadlineIndex = 0;
+
+  /** Called once when the deadline passes (not called if it was removed first). */
+  abstract expire(): void;
+
+  /** True while scheduled: not yet expired and not removed. */
+  get scheduled(): boolean {
+    return this.deadlineBucket !== undefined;
+  }
+}
+
+/** Deadlines that expire in the same millisecond. */
+export interface DeadlineBucket {
+  /** Monotonic ms at which every deadline in it expires. */
+  readonly due: number;
+  readonly items: Deadline[];
+}
+
+const schedulers = new WeakMap<Clock, DeadlineScheduler>();
+
+/**
+ * One real timer per clock for any number of pending deadlines. Deadlines are grouped in buckets of one
+ * millisecond (rounded up, so nothing expires early); adding and removing are O(1) (push and swap-remove),
+ * and only a new bucket touches the min-heap of bucket times. The timer is armed for the earliest live bucket
+ * and is not cleared when deadlines are removed: it simply finds nothing when it fires. So a loop of
+ * short calls costs no setTimeout/clearTimeout pair per call, and at most one timer is pending per clock.
+ * While no deadline is pending a Node timer is unref'd, so it never keeps the process alive on its own.
+ */
+export class DeadlineScheduler {
+  /** The scheduler shared by every component using `clock`. */
+  static for(clock: Clock): DeadlineScheduler {
+    let scheduler = schedulers.get(clock);
+    if (scheduler === undefined) {
+      scheduler = new DeadlineScheduler(clock);
+      schedulers.set(clock, scheduler);
+    }
+    return scheduler;
+  }
+
+  readonly clock: Clock;
+  readonly #buckets = new Map<number, DeadlineBucket>();
+  /** Min-heap of bucket due times; may hold times whose bucket has since emptied (skipped lazily). */
+  readonly #heap: number[] = [];
+  /** Cache of the bucket used last: calls in the same millisecond share it without a map lookup. */
+  #last: DeadlineBucket | undefined;
+  #size = 0;
+  #timer: TimerHandle | undefined;
+  #timerDue = Number.POSITIVE_INFINITY;
+  readonly #onTimer = () => this.#fire();
+
+  private constructor(clock: Clock) {
+    this.clock = clock;
+  }
+
+  /** Deadlines currently scheduled. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Schedules `deadline` to expire at monotonic time `at` (ms on this scheduler's clock). */
+  add(deadline: Deadline, at: number): void {
+    if (deadline.deadlineBucket !== undefined) this.remove(deadline);
+    const due = Math.ceil(at);
+    let bucket = this.#last;
+    if (bucket === undefined || bucket.due !== due) {
+      bucket = this.#buckets.get(due);
+      if (bucket === undefined) {
+        bucket = { due, items: [] };
+        this.#buckets.set(due, bucket);
+        heapPush(this.#heap, due);
+      }
+      this.#last = bucket;
+    }
+    deadline.deadlineIndex = bucket.items.length;
+    deadline.deadlineBucket = bucket;
+    bucket.items.push(deadline);
+    if (this.#size++ === 0) setRef(this.#timer, true);
+    if (due < this.#timerDue) this.#arm(due);
+  }
+
+  /** Unschedules `deadline`; a no-op when it already expired or was removed. */
+  remove(deadline: Deadline): void {
+    const bucket = deadline.deadlineBucket;
+    if (bucket === undefined) return;
+    const { items } = bucket;
+    const index = deadline.deadlineIndex;
+    const moved = items.pop()!;
+    if (moved !== deadline) {
+      items[index] = moved;
+      moved.deadlineIndex = index;
+    } else if (items.length === 0 && bucket !== this.#last) {
+      // Forget emptied buckets at once so memory follows the pending deadlines; the heap skips their time.
+      this.#buckets.delete(bucket.due);
+    }
+    deadline.deadlineBucket = undefined;
+    if (--this.#size === 0) setRef(this.#timer, false);
+  }
+
+  #arm(due: number): void {
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
+    this.#timerDue = due;
+    this.#timer = this.clock.setTimeout(this.#onTimer, Math.max(0, due - this.clock.monotonic()), {
+      unref: this.#size === 0,
+    });
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    this.#timerDue = Number.POSITIVE_INFINITY;
+    const heap = this.#heap;
+    const now = this.clock.monotonic();
+    while (heap.length > 0) {
+      const due = heap[0]!;
+      const bucket = this.#buckets.get(due);
+      // Keep live future buckets; drop empty ones (all their deadlines were removed) and fire due ones.
+      if (bucket !== undefined && bucket.items.length > 0 && due > now) break;
+      heapPop(heap);
+      if (bucket === undefined) continue;
+      this.#buckets.delete(due);
+      if (this.#last === bucket) this.#last = undefined;
+      const { items } = bucket;
+      // Pop one at a time: an expiry may synchronously remove other deadlines of this same bucket.
+      for (let deadline = items.pop(); deadline !== undefined; deadline = items.pop()) {
+        deadline.deadlineBucket = undefined;
+        this.#size--;
+        try {
+          deadline.expire();
+        } catch (error) {
+          // One faulty expiry must not stop the others; surface it like an uncaught timer error would.
+          queueMicrotask(() => {
+            throw error;
+          });
+        }
+      }
+    }
+    if (heap.length > 0) this.#arm(heap[0]!);
+  }
+}
+
+/** Keeps a Node timer referenced only while deadlines are pending; other clocks' handles are left alone. */
+function setRef(handle: TimerHandle | undefined, ref: boolean): void {
+  if (handle === undefined) return;
+  const timer = handle as { ref?: () => void; unref?: () => void };
+  if (typeof timer.ref === 'function' && typeof timer.unref === 'function') {
+    if (ref) timer.ref();
+    else timer.unref();
+  }
+}
+
+function heapPush(heap: number[], value: number): void {
+  let i = heap.length;
+  heap.push(value);
+  while (i > 0) {
+    const parent = (i - 1) >>> 1;
+    if (heap[parent]! <= value) break;
+    heap[i] = heap[parent]!;
+    i = parent;
+  }
+  heap[i] = value;
+}
+
+function heapPop(heap: number[]): void {
+  const last = heap.pop()!;
+  const n = heap.length;
+  if (n === 0) return;
+  let i = 0;
+  for (;;) {
+    const left = 2 * i + 1;
+    if (left >= n) break;
+    const right = left + 1;
+    const child = right < n && heap[right]! < heap[left]! ? right : left;
+    if (heap[child]! >= last) break;
+    heap[i] = heap[child]!;
+    i = child;
+  }
+  heap[i] = last;
+}
+
+interface SignalDeadline {
+  readonly clock: Clock;
+  /** Monotonic ms on `clock`. */
+  readonly at: number;
+}
+
+const signalDeadlines = new WeakMap<AbortSignal, SignalDeadline>();
+
+/**
+ * Records that `signal` will abort at monotonic time `at` on `clock` (a timeout policy does this for the
+ * signal it hands to its operation), so code further in — a nested timeout, a retry deciding whether a wait
+ * is worth starting, an operation setting a database statement timeout — can see the time left.
+ */
+export function setSignalDeadline(signal: AbortSignal, clock: Clock, at: number): void {
+  signalDeadlines.set(signal, { clock, at });
+}
+
+/** Milliseconds left before `signal` is due to abort on a recorded deadline: Infinity when none, never < 0. */
+export function remainingMs(signal: AbortSignal | undefined): number {
+  if (signal === undefined) return Number.POSITIVE_INFINITY;
+  const deadline = signalDeadlines.get(signal);
+  if (deadline === undefined) return Number.POSITIVE_INFINITY;
+  return Math.max(0, deadline.at - deadline.clock.monotonic());
+}
