@@ -2,6 +2,7 @@ export * from './errors.js';
 export * from './policy.js';
 export * from './transient.js';
 export * from './bulkhead.js';
+export * from './timeout.js';
 export * from './circuit-breaker.js';
 export * from './circuit-breaker/consecutive-failures.js';
 export * from './circuit-breaker/failure-count.js';

@@ -1,0 +1,210 @@
+import {
+  assertDuration,
+  assertObject,
+  assertOneOf,
+  type Clock,
+  Deadline,
+  DeadlineScheduler,
+  EventEmitter,
+  OperationCancelledError,
+  remainingMs,
+  type StratusEvent,
+  setSignalDeadline,
+  systemClock,
+} from '@stratus/core';
+import { TimeoutError } from './errors.js';
+import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
+
+/**
+ * - cooperative: at the deadline the operation's signal aborts and the policy waits for the operation to
+ *   settle. If it then rejects, the policy rejects with TimeoutError; if it still resolves, its value is
+ *   returned (the work is done, throwing it away helps nobody; Polly's optimistic timeout does the same).
+ * - aggressive: at the deadline the policy rejects with TimeoutError at once, even if the operation ignores
+ *   its signal (which is still aborted). A late outcome of the operation is ignored.
+ */
+export type TimeoutStrategy = 'cooperative' | 'aggressive';
+
+export interface TimeoutOptions {
+  /** Time allowed for the operation, ms (> 0). */
+  timeoutMs: number;
+  /** Default 'cooperative'. */
+  strategy?: TimeoutStrategy;
+  clock?: Clock;
+  name?: string;
+}
+
+export interface TimeoutEvent extends StratusEvent {
+  readonly component: 'timeout';
+  /** The deadline passed while the operation was running. */
+  readonly type: 'timeout';
+  readonly timeoutMs: number;
+  readonly strategy: TimeoutStrategy;
+}
+
+export interface TimeoutPolicy extends Policy<TimeoutEvent> {
+  readonly timeoutMs: number;
+  readonly strategy: TimeoutStrategy;
+}
+
+/**
+ * Bounds the time an operation may take. The operation gets a signal that aborts at the deadline (or when
+ * the caller's signal aborts); `remainingMs(context.signal)` tells it how long it has left.
+ *
+ * Nested timeouts take the earliest deadline: an inner one sees the outer's deadline on the signal it is
+ * given, fails when the outer's deadline aborts that signal, and cannot extend it. The caller's own signal
+ * still cancels: the policy then rejects with OperationCancelledError, not TimeoutError.
+ *
+ * Cheap by construction: all pending deadlines of a clock share one timer (DeadlineScheduler), and the
+ * AbortController behind `context.signal` is only created if the operation reads the signal.
+ */
+export function timeout(options: TimeoutOptions | number): TimeoutPolicy {
+  return new Timeout(typeof options === 'number' ? { timeoutMs: options } : options);
+}
+
+class Timeout implements TimeoutPolicy {
+  readonly name: string;
+  readonly events = new EventEmitter<TimeoutEvent>();
+  readonly timeoutMs: number;
+  readonly strategy: TimeoutStrategy;
+  readonly clock: Clock;
+  readonly scheduler: DeadlineScheduler;
+
+  constructor(options: TimeoutOptions) {
+    assertObject('options', options);
+    assertDuration('timeoutMs', options.timeoutMs, { allowZero: false });
+    if (options.strategy !== undefined)
+      assertOneOf('strategy', options.strategy, ['cooperative', 'aggressive'] as const);
+    this.timeoutMs = options.timeoutMs;
+    this.strategy = options.strategy ?? 'cooperative';
+    this.clock = options.clock ?? systemClock;
+    this.scheduler = DeadlineScheduler.for(this.clock);
+    this.name = options.name ?? 'timeout';
+  }
+
+  execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
+    const caller = options?.signal;
+    if (caller?.aborted) return Promise.reject(new OperationCancelledError(caller.reason));
+    const call = new TimeoutCall(this, caller, this.clock.monotonic() + this.timeoutMs);
+    this.scheduler.add(call, call.at);
+    if (this.strategy === 'cooperative') return cooperative(call, operation);
+    return new Promise<T>((resolve, reject) => {
+      call.settle = (ok, outcome) => (ok ? resolve(outcome as T) : reject(outcome));
+      if (caller !== undefined) call.listen(caller);
+      aggressive(call, operation);
+    });
+  }
+}
+
+async function cooperative<T>(call: TimeoutCall, operation: Operation<T>): Promise<T> {
+  try {
+    return await operation(call);
+  } catch (error) {
+    throw call.failure(error);
+  } finally {
+    call.finish();
+  }
+}
+
+async function aggressive<T>(call: TimeoutCall, operation: Operation<T>): Promise<void> {
+  try {
+    const value = await operation(call);
+    call.settleOnce(true, value);
+  } catch (error) {
+    call.settleOnce(false, call.failure(error));
+  }
+}
+
+/**
+ * The state of one call, on the heap only for its duration. It is also the operation's ExecuteContext and
+ * the caller-abort listener (via handleEvent), so a call costs one object plus its promise.
+ */
+class TimeoutCall extends Deadline implements ExecuteContext {
+  readonly attempt = 1;
+  /** Aggressive only: settles the policy's promise with a value (ok) or an error. */
+  settle: ((ok: boolean, outcome: unknown) => void) | undefined = undefined;
+  #controller: AbortController | undefined = undefined;
+  #timedOut: TimeoutError | undefined = undefined;
+  #listening = false;
+
+  constructor(
+    readonly policy: Timeout,
+    readonly caller: AbortSignal | undefined,
+    /** Monotonic deadline on the policy's clock. */
+    readonly at: number,
+  ) {
+    super();
+  }
+
+  /** Created on first read: most operations never look at it. */
+  get signal(): AbortSignal {
+    if (this.#controller !== undefined) return this.#controller.signal;
+    const controller = new AbortController();
+    this.#controller = controller;
+    const { caller, policy } = this;
+    if (this.#timedOut !== undefined) controller.abort(this.#timedOut);
+    else if (caller?.aborted) controller.abort(caller.reason);
+    else if (caller !== undefined) this.listen(caller);
+    // An outer deadline closer than ours stays the one in force for everything further in.
+    const now = policy.clock.monotonic();
+    setSignalDeadline(controller.signal, policy.clock, Math.min(this.at, now + remainingMs(caller)));
+    return controller.signal;
+  }
+
+  listen(caller: AbortSignal): void {
+    if (this.#listening) return;
+    this.#listening = true;
+    caller.addEventListener('abort', this);
+  }
+
+  /** The caller's signal aborted. */
+  handleEvent(): void {
+    const reason = this.caller?.reason;
+    this.#controller?.abort(reason);
+    this.settleOnce(false, new OperationCancelledError(reason));
+  }
+
+  expire(): void {
+    const { policy } = this;
+    const error = new TimeoutError(policy.timeoutMs);
+    this.#timedOut = error;
+    if (policy.events.active) {
+      policy.events.emit({
+        component: 'timeout',
+        name: policy.name,
+        type: 'timeout',
+        at: policy.clock.now(),
+        timeoutMs: policy.timeoutMs,
+        strategy: policy.strategy,
+      });
+    }
+    this.#controller?.abort(error);
+    this.settleOnce(false, error);
+  }
+
+  /** Aggressive strategy: the first of outcome, deadline and caller abort wins; the others are ignored. */
+  settleOnce(ok: boolean, outcome: unknown): void {
+    const settle = this.settle;
+    if (settle === undefined) return;
+    this.settle = undefined;
+    this.finish();
+    settle(ok, outcome);
+  }
+
+  /** What the policy reports when the operation rejected with `error`. */
+  failure(error: unknown): unknown {
+    if (this.caller?.aborted) {
+      return error instanceof OperationCancelledError
+        ? error
+        : new OperationCancelledError(this.caller.reason);
+    }
+    return this.#timedOut ?? error;
+  }
+
+  finish(): void {
+    this.policy.scheduler.remove(this);
+    if (this.#listening) {
+      this.#listening = false;
+      this.caller?.removeEventListener('abort', this);
+    }
+  }
+}
