@@ -27,15 +27,29 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-// The testkit decides how to get each server (env URL, binaries on PATH) and why not when it cannot.
+// The testkit decides how to get each server (env URL, binaries on PATH) and why not when it cannot; under CI=true
+// a missing server throws here.
 const { startSharedTestServers } = await import('@stratus/testkit');
 const servers = await startSharedTestServers();
 
+// spec output reads well in a terminal and in CI logs alike; a test stuck for a minute fails instead of
+// hanging the run.
 const child = spawn(
   process.execPath,
-  ['--conditions=stratus-source', '--import', 'tsx', '--test', '--test-concurrency=2', ...files],
+  [
+    '--conditions=stratus-source',
+    '--import',
+    'tsx',
+    '--test',
+    '--test-reporter=spec',
+    '--test-concurrency=2',
+    '--test-timeout=60000',
+    ...files,
+  ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, ...servers.env } },
 );
+// Pass interruptions on so the tests end first, then the servers stop below.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
 const code = await new Promise<number>((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
 await servers.stop();
 process.exit(code);

@@ -23,7 +23,7 @@ function isRunning(pid: number): boolean {
   }
 }
 
-async function until(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
@@ -98,8 +98,8 @@ describe('runChild', () => {
   });
 
   it('kills a child that outlives its lifetime', async () => {
+    // The fixture never exits on its own: whatever it managed to do by then, the lifetime ends it.
     const child = runChild(fixture, { lifetimeMs: 200 });
-    await child.nextMessage(ofType('ready'));
     assert.deepEqual(await child.exited, { code: null, signal: 'SIGKILL' });
   });
 });
