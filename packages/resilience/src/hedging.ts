@@ -5,12 +5,13 @@ import {
   assertObject,
   assertRatio,
   type Clock,
+  Deadline,
+  DeadlineScheduler,
   EventEmitter,
   InvalidOptionsError,
   OperationCancelledError,
   type StratusEvent,
   systemClock,
-  type TimerHandle,
 } from '@stratus/core';
 import { LatencyWindow } from './latency-window.js';
 import type { ExecuteContext, ExecuteOptions, FailureClassifier, Operation, Policy } from './policy.js';
@@ -78,6 +79,8 @@ class Hedging implements HedgingPolicy {
   readonly name: string;
   readonly events = new EventEmitter<HedgingEvent>();
   readonly clock: Clock;
+  /** Hedge delays of all calls share one timer per clock: no setTimeout/clearTimeout pair per call. */
+  readonly scheduler: DeadlineScheduler;
   readonly totalAttempts: number;
   readonly hedgeOnFailure: boolean;
   readonly isFailedError: ((error: unknown) => boolean) | undefined;
@@ -128,6 +131,7 @@ class Hedging implements HedgingPolicy {
     this.isFailedResult = handle?.result;
     this.name = options.name ?? 'hedging';
     this.clock = options.clock ?? systemClock;
+    this.scheduler = DeadlineScheduler.for(this.clock);
   }
 
   get hedgeDelayMs(): number | undefined {
@@ -180,8 +184,8 @@ type Failure<T> =
   | { readonly thrown: true; readonly error: unknown }
   | { readonly thrown: false; readonly value: T };
 
-/** The state of one hedged execution; it is also the listener of the caller's signal. */
-class HedgedCall<T> implements AttemptOwner {
+/** The state of one hedged execution; it is also its hedge deadline and the listener of the caller's signal. */
+class HedgedCall<T> extends Deadline implements AttemptOwner {
   readonly promise: Promise<T>;
   #resolve!: (value: T) => void;
   #reject!: (error: unknown) => void;
@@ -189,7 +193,6 @@ class HedgedCall<T> implements AttemptOwner {
   readonly #startedAt: number;
   readonly #delayMs: number | undefined;
   #inFlight = 0;
-  #timer: TimerHandle | undefined;
   #settled = false;
   /** The attempt whose outcome settled the call (undefined if the caller aborted or all attempts failed). */
   #settledBy: Attempt | undefined;
@@ -199,6 +202,7 @@ class HedgedCall<T> implements AttemptOwner {
     readonly operation: Operation<T>,
     readonly signal: AbortSignal | undefined,
   ) {
+    super();
     this.promise = new Promise<T>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -206,8 +210,13 @@ class HedgedCall<T> implements AttemptOwner {
     this.#startedAt = policy.clock.monotonic();
     this.#delayMs = policy.hedgeDelayMs;
     signal?.addEventListener('abort', this, { once: true });
-    this.#launch();
-    this.#arm();
+    this.#launch(this.#startedAt);
+    this.#arm(this.#startedAt);
+  }
+
+  /** The hedge delay passed with no outcome. */
+  expire(): void {
+    this.#hedge('delay');
   }
 
   abortReasonFor(attempt: Attempt): { reason: unknown } | undefined {
@@ -222,12 +231,8 @@ class HedgedCall<T> implements AttemptOwner {
     this.#reject(new OperationCancelledError(this.signal?.reason));
   }
 
-  #launch(): void {
-    const attempt = new Attempt(
-      this,
-      this.#attempts.length + 1,
-      this.#attempts.length === 0 ? this.#startedAt : this.policy.clock.monotonic(),
-    );
+  #launch(now: number): void {
+    const attempt = new Attempt(this, this.#attempts.length + 1, now);
     this.#attempts.push(attempt);
     this.#inFlight++;
     let result: T | PromiseLike<T>;
@@ -243,26 +248,25 @@ class HedgedCall<T> implements AttemptOwner {
     );
   }
 
-  /** (Re)starts the hedge timer, if another attempt may still be launched on delay. */
-  #arm(): void {
-    const { clock, totalAttempts } = this.policy;
-    if (this.#timer !== undefined) clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#settled || this.#delayMs === undefined || this.#attempts.length >= totalAttempts) return;
-    this.#timer = clock.setTimeout(() => {
-      this.#timer = undefined;
-      this.#hedge('delay');
-    }, this.#delayMs);
+  /** (Re)schedules the hedge deadline `delayMs` after `now`, if another attempt may still be launched. */
+  #arm(now: number): void {
+    const { scheduler, totalAttempts } = this.policy;
+    if (this.#settled || this.#delayMs === undefined || this.#attempts.length >= totalAttempts) {
+      scheduler.remove(this);
+    } else {
+      scheduler.add(this, now + this.#delayMs);
+    }
   }
 
   #hedge(reason: 'delay' | 'failure'): void {
     const { events, clock } = this.policy;
+    const now = clock.monotonic();
     if (events.active) {
-      const afterMs = clock.monotonic() - this.#startedAt;
+      const afterMs = now - this.#startedAt;
       events.emit({ ...this.#eventBase(this.#attempts.length + 1, afterMs), type: 'hedge', reason });
     }
-    this.#launch();
-    this.#arm();
+    this.#launch(now);
+    this.#arm(now);
   }
 
   #onValue(attempt: Attempt, value: T): void {
@@ -312,8 +316,7 @@ class HedgedCall<T> implements AttemptOwner {
   #settle(settledBy: Attempt | undefined): void {
     this.#settled = true;
     this.#settledBy = settledBy;
-    if (this.#timer !== undefined) this.policy.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.policy.scheduler.remove(this);
     this.signal?.removeEventListener('abort', this);
     if (this.#inFlight === 0) return;
     const reason = this.#abortReason();
