@@ -13,3 +13,4 @@ export * from './circuit-breaker/trip-rule.js';
 export * from './hedging.js';
 export * from './latency-window.js';
 export * from './chaos.js';
+export * from './pipeline.js';
