@@ -5,7 +5,8 @@ import {
   assertObject,
   assertRatio,
   type Clock,
-  Deadline,
+  type Deadline,
+  type DeadlineBucket,
   DeadlineScheduler,
   EventEmitter,
   InvalidOptionsError,
@@ -185,7 +186,9 @@ type Failure<T> =
   | { readonly thrown: false; readonly value: T };
 
 /** The state of one hedged execution; it is also its hedge deadline and the listener of the caller's signal. */
-class HedgedCall<T> extends Deadline implements AttemptOwner {
+class HedgedCall<T> implements Deadline, AttemptOwner {
+  deadlineBucket: DeadlineBucket | undefined = undefined;
+  deadlineIndex = 0;
   readonly promise: Promise<T>;
   #resolve!: (value: T) => void;
   #reject!: (error: unknown) => void;
@@ -202,7 +205,6 @@ class HedgedCall<T> extends Deadline implements AttemptOwner {
     readonly operation: Operation<T>,
     readonly signal: AbortSignal | undefined,
   ) {
-    super();
     this.promise = new Promise<T>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
