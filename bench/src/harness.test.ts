@@ -215,7 +215,7 @@ describe('results file', () => {
       rounds: 3,
     },
     batchOps: 1000,
-    samplesPerRound: 10,
+    samples: 30,
     note: undefined,
   });
   const results = [

@@ -63,7 +63,7 @@ export interface HarnessSettings {
   readonly warmupMs: number;
   /** The batch size is tuned so that one batch takes about this long. */
   readonly targetBatchMs: number;
-  /** Measuring time per case per round (async and sync cases). */
+  /** Measuring time per case per round (async and sync cases); the sample bounds below take precedence. */
   readonly roundBudgetMs: number;
   /** Measuring time per case per round for bursts (each burst is one sample). */
   readonly burstRoundBudgetMs: number;
@@ -94,7 +94,8 @@ export interface CaseResult {
   readonly summary: CaseSummary;
   /** Operations per timed batch (jobs per burst for bursts). */
   readonly batchOps: number;
-  readonly samplesPerRound: number;
+  /** Timed batches over all rounds. */
+  readonly samples: number;
   readonly note: string | undefined;
 }
 
@@ -222,21 +223,15 @@ const multipleOf = (n: number, step: number) => Math.max(step, Math.round(n / st
 interface Plan {
   readonly runner: Runner;
   readonly batchOps: number;
-  readonly samples: number;
 }
 
-/** Warms a case up and decides its batch size and sample count. */
+/** Warms a case up and decides its batch size. */
 async function plan(runner: Runner, settings: HarnessSettings): Promise<Plan> {
   const deadline = performance.now() + settings.warmupMs;
   if (runner.source.kind === 'burst') {
-    let ms = await runner.time(1);
-    while (performance.now() < deadline) ms = await runner.time(1);
-    const samples = clamp(
-      Math.round(settings.burstRoundBudgetMs / ms),
-      settings.minBurstSamples,
-      settings.maxBurstSamples,
-    );
-    return { runner, batchOps: runner.source.jobs, samples };
+    do await runner.time(1);
+    while (performance.now() < deadline);
+    return { runner, batchOps: runner.source.jobs };
   }
   const { callers } = runner;
   const target = settings.targetBatchMs;
@@ -250,20 +245,25 @@ async function plan(runner: Runner, settings: HarnessSettings): Promise<Plan> {
   // Settle on the warm cost: the median of a few batches at the final size.
   const warm: number[] = [];
   for (let i = 0; i < 5; i++) warm.push(await runner.time(n));
-  warm.sort((a, b) => a - b);
+  warm.sort((x, y) => x - y);
   resize(warm[2] as number);
-  const samples = clamp(
-    Math.round(settings.roundBudgetMs / target),
-    settings.minSamples,
-    settings.maxSamples,
-  );
-  return { runner, batchOps: n, samples };
+  return { runner, batchOps: n };
 }
 
-async function measureRound(p: Plan): Promise<RoundSummary> {
+/**
+ * One round of one case: timed batches until the round's budget is spent (within the sample bounds), so a
+ * case that turns out slower than its calibration cannot stretch the run.
+ */
+async function measureRound(p: Plan, settings: HarnessSettings): Promise<BatchSample[]> {
+  const burst = p.runner.source.kind === 'burst';
+  const min = burst ? settings.minBurstSamples : settings.minSamples;
+  const max = burst ? settings.maxBurstSamples : settings.maxSamples;
+  const end = performance.now() + (burst ? settings.burstRoundBudgetMs : settings.roundBudgetMs);
   const samples: BatchSample[] = [];
-  for (let i = 0; i < p.samples; i++) samples.push({ ops: p.batchOps, ms: await p.runner.time(p.batchOps) });
-  return summariseRound(samples, p.runner.callers);
+  while (samples.length < max && (samples.length < min || performance.now() < end)) {
+    samples.push({ ops: p.batchOps, ms: await p.runner.time(p.batchOps) });
+  }
+  return samples;
 }
 
 /** Groups cases by `case`, keeping the order in which each case first appears. */
@@ -299,11 +299,15 @@ export async function runCases(cases: readonly BenchCase[], options: RunOptions 
       plans.push(await plan(makeRunner(c), settings));
     }
     const rounds: RoundSummary[][] = plans.map(() => []);
+    const sampleCounts = plans.map(() => 0);
     for (let r = 0; r < settings.rounds; r++) {
       for (let k = 0; k < plans.length; k++) {
         const index = (k + r) % plans.length;
+        const p = plans[index] as Plan;
         collect();
-        rounds[index]?.push(await measureRound(plans[index] as Plan));
+        const samples = await measureRound(p, settings);
+        rounds[index]?.push(summariseRound(samples, p.runner.callers));
+        sampleCounts[index] = (sampleCounts[index] ?? 0) + samples.length;
       }
     }
     for (const [index, p] of plans.entries()) {
@@ -317,13 +321,13 @@ export async function runCases(cases: readonly BenchCase[], options: RunOptions 
         callers: p.runner.callers,
         summary,
         batchOps: p.batchOps,
-        samplesPerRound: p.samples,
+        samples: sampleCounts[index] ?? 0,
         note: source.note?.(),
       };
       results.push(result);
       log(
         `${result.case} / ${result.impl}: ${Math.round(summary.opsPerSec).toLocaleString('en-US')} ops/s ` +
-          `(batch ${p.batchOps}, ${p.samples} samples x ${settings.rounds} rounds)`,
+          `(batch ${p.batchOps}, ${result.samples} samples in ${settings.rounds} rounds)`,
       );
     }
   }
