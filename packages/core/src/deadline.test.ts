@@ -2,17 +2,25 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
 import { systemClock } from './clock.js';
-import { Deadline, DeadlineScheduler, remainingMs, setSignalDeadline } from './deadline.js';
+import {
+  cancelReasonOf,
+  type Deadline,
+  DeadlineScheduler,
+  isCancelled,
+  LazySignalSource,
+  remainingMs,
+  setSignalDeadline,
+} from './deadline.js';
 
 /** A deadline that records the monotonic time at which it expired. */
-class Probe extends Deadline {
+class Probe implements Deadline {
+  deadlineBucket: Deadline['deadlineBucket'] = undefined;
+  deadlineIndex = 0;
   firedAt: number | undefined;
   constructor(
     readonly clock: { monotonic(): number },
     readonly onExpire?: () => void,
-  ) {
-    super();
-  }
+  ) {}
   expire(): void {
     this.firedAt = this.clock.monotonic();
     this.onExpire?.();
@@ -119,7 +127,7 @@ describe('DeadlineScheduler on a virtual clock', () => {
     // Within one millisecond the order is unspecified: either the victim fired before the killer ran, or never.
     assert.equal(killer.firedAt, 10);
     assert.ok(victim.firedAt === undefined || victim.firedAt === 10);
-    assert.equal(later.scheduled, true);
+    assert.equal(DeadlineScheduler.isScheduled(later), true);
     await clock.advance(5);
     assert.equal(later.firedAt, 15);
     assert.equal(scheduler.size, 0);
@@ -188,7 +196,7 @@ describe('DeadlineScheduler on the system clock', () => {
   });
 });
 
-describe('signal deadlines', () => {
+describe('signal sources', () => {
   it('reports the time left on a signal, Infinity without one, never negative', async () => {
     const clock = new VirtualClock();
     const { signal } = new AbortController();
@@ -196,9 +204,43 @@ describe('signal deadlines', () => {
     assert.equal(remainingMs(signal), Number.POSITIVE_INFINITY);
     setSignalDeadline(signal, clock, 250);
     assert.equal(remainingMs(signal), 250);
+    assert.equal(remainingMs({ signal }), 250, 'options carrying the signal');
     await clock.advance(200);
     assert.equal(remainingMs(signal), 50);
     await clock.advance(100);
     assert.equal(remainingMs(signal), 0);
+  });
+
+  it('reads cancellation from plain options and from a lazy source without creating its signal', () => {
+    class Lazy extends LazySignalSource {
+      made = false;
+      get signal(): AbortSignal {
+        this.made = true;
+        return AbortSignal.abort('made');
+      }
+      get cancelled() {
+        return true;
+      }
+      get cancelReason() {
+        return 'lazy';
+      }
+      remainingMs() {
+        return 42;
+      }
+    }
+    const lazy = new Lazy();
+    assert.equal(isCancelled(lazy), true);
+    assert.equal(cancelReasonOf(lazy), 'lazy');
+    assert.equal(remainingMs(lazy), 42);
+    assert.equal(lazy.made, false);
+
+    const controller = new AbortController();
+    assert.equal(isCancelled(undefined), false);
+    assert.equal(isCancelled({}), false);
+    assert.equal(isCancelled({ signal: controller.signal }), false);
+    controller.abort('bye');
+    assert.equal(isCancelled({ signal: controller.signal }), true);
+    assert.equal(cancelReasonOf({ signal: controller.signal }), 'bye');
+    assert.equal(cancelReasonOf(undefined), undefined);
   });
 });

@@ -286,4 +286,44 @@ describe('timeout: nested deadlines take the earliest', () => {
     });
     assert.deepEqual(seen, [300, 180]);
   });
+
+  it('nested policies handed the context itself see the deadline and cancellation without creating any signal', async () => {
+    const clock = new VirtualClock();
+    const outer = timeout({ timeoutMs: 100, clock });
+    const inner = timeout({ timeoutMs: 500, clock });
+    const Original = globalThis.AbortController;
+    let created = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        created++;
+      }
+    };
+    try {
+      const seen: number[] = [];
+      for (let i = 0; i < 100; i++) {
+        await outer.execute((context) =>
+          inner.execute((innerContext) => seen.push(remainingMs(innerContext)), context),
+        );
+      }
+      assert.equal(created, 0);
+      assert.deepEqual(new Set(seen), new Set([100]));
+      const late = track(
+        outer.execute((context) =>
+          inner.execute(async (innerContext) => {
+            await new Promise((resolve) => clock.setTimeout(resolve, 150));
+            return [remainingMs(innerContext), innerContext.signal.aborted];
+          }, context),
+        ),
+      );
+      await clock.advance(150);
+      assert.deepEqual(
+        late.value,
+        [0, true],
+        'a signal first read after the outer deadline is already aborted',
+      );
+    } finally {
+      globalThis.AbortController = Original;
+    }
+  });
 });

@@ -3,11 +3,15 @@ import {
   assertObject,
   assertOneOf,
   type Clock,
-  Deadline,
+  cancelReasonOf,
+  type Deadline,
   DeadlineScheduler,
   EventEmitter,
+  isCancelled,
+  LazySignalSource,
   OperationCancelledError,
   remainingMs,
+  type SignalSource,
   type StratusEvent,
   setSignalDeadline,
   systemClock,
@@ -82,14 +86,15 @@ class Timeout implements TimeoutPolicy {
   }
 
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    const caller = options?.signal;
-    if (caller?.aborted) return Promise.reject(new OperationCancelledError(caller.reason));
-    const call = new TimeoutCall(this, caller, this.clock.monotonic() + this.timeoutMs);
+    if (isCancelled(options)) return Promise.reject(new OperationCancelledError(cancelReasonOf(options)));
+    const call = new TimeoutCall(this, options, this.clock.monotonic() + this.timeoutMs);
     this.scheduler.add(call, call.at);
     if (this.strategy === 'cooperative') return cooperative(call, operation);
     return new Promise<T>((resolve, reject) => {
       call.settle = (ok, outcome) => (ok ? resolve(outcome as T) : reject(outcome));
-      if (caller !== undefined) call.listen(caller);
+      // Aggressive means not waiting for the operation, so the caller's abort must be heard at once.
+      const callerSignal = options?.signal;
+      if (callerSignal !== undefined) call.listen(callerSignal);
       aggressive(call, operation);
     });
   }
@@ -115,24 +120,44 @@ async function aggressive<T>(call: TimeoutCall, operation: Operation<T>): Promis
 }
 
 /**
- * The state of one call, on the heap only for its duration. It is also the operation's ExecuteContext and
- * the caller-abort listener (via handleEvent), so a call costs one object plus its promise.
+ * The state of one call, on the heap only for its duration. It is also the operation's ExecuteContext (a
+ * lazy signal source: no AbortSignal unless the operation reads it), its scheduled deadline, and the
+ * listener of the caller's signal (via handleEvent), so a call costs one object plus its promise.
  */
-class TimeoutCall extends Deadline implements ExecuteContext {
+class TimeoutCall extends LazySignalSource implements ExecuteContext, Deadline {
   readonly attempt = 1;
+  deadlineBucket: Deadline['deadlineBucket'] = undefined;
+  deadlineIndex = 0;
   /** Aggressive only: settles the policy's promise with a value (ok) or an error. */
   settle: ((ok: boolean, outcome: unknown) => void) | undefined = undefined;
   #controller: AbortController | undefined = undefined;
   #timedOut: TimeoutError | undefined = undefined;
-  #listening = false;
+  /** The caller's signal while this call listens to it. */
+  #listening: AbortSignal | undefined = undefined;
 
   constructor(
     readonly policy: Timeout,
-    readonly caller: AbortSignal | undefined,
+    /** The caller's options, or the context of an outer policy. */
+    readonly source: SignalSource,
     /** Monotonic deadline on the policy's clock. */
     readonly at: number,
   ) {
     super();
+  }
+
+  get cancelled(): boolean {
+    return this.#timedOut !== undefined || isCancelled(this.source);
+  }
+
+  get cancelReason(): unknown {
+    return isCancelled(this.source) ? cancelReasonOf(this.source) : this.#timedOut;
+  }
+
+  /** The earlier of this deadline and any outer one. */
+  remainingMs(): number {
+    if (this.#timedOut !== undefined) return 0;
+    const own = Math.max(0, this.at - this.policy.clock.monotonic());
+    return Math.min(own, remainingMs(this.source));
   }
 
   /** Created on first read: most operations never look at it. */
@@ -140,25 +165,26 @@ class TimeoutCall extends Deadline implements ExecuteContext {
     if (this.#controller !== undefined) return this.#controller.signal;
     const controller = new AbortController();
     this.#controller = controller;
-    const { caller, policy } = this;
-    if (this.#timedOut !== undefined) controller.abort(this.#timedOut);
-    else if (caller?.aborted) controller.abort(caller.reason);
-    else if (caller !== undefined) this.listen(caller);
-    // An outer deadline closer than ours stays the one in force for everything further in.
-    const now = policy.clock.monotonic();
-    setSignalDeadline(controller.signal, policy.clock, Math.min(this.at, now + remainingMs(caller)));
+    if (this.cancelled) {
+      controller.abort(this.cancelReason);
+    } else {
+      const callerSignal = this.source?.signal;
+      if (callerSignal !== undefined) this.listen(callerSignal);
+    }
+    const { clock } = this.policy;
+    setSignalDeadline(controller.signal, clock, clock.monotonic() + this.remainingMs());
     return controller.signal;
   }
 
-  listen(caller: AbortSignal): void {
-    if (this.#listening) return;
-    this.#listening = true;
-    caller.addEventListener('abort', this);
+  listen(callerSignal: AbortSignal): void {
+    if (this.#listening !== undefined) return;
+    this.#listening = callerSignal;
+    callerSignal.addEventListener('abort', this);
   }
 
   /** The caller's signal aborted. */
   handleEvent(): void {
-    const reason = this.caller?.reason;
+    const reason = this.#listening?.reason;
     this.#controller?.abort(reason);
     this.settleOnce(false, new OperationCancelledError(reason));
   }
@@ -192,19 +218,20 @@ class TimeoutCall extends Deadline implements ExecuteContext {
 
   /** What the policy reports when the operation rejected with `error`. */
   failure(error: unknown): unknown {
-    if (this.caller?.aborted) {
+    if (isCancelled(this.source)) {
       return error instanceof OperationCancelledError
         ? error
-        : new OperationCancelledError(this.caller.reason);
+        : new OperationCancelledError(cancelReasonOf(this.source));
     }
     return this.#timedOut ?? error;
   }
 
   finish(): void {
     this.policy.scheduler.remove(this);
-    if (this.#listening) {
-      this.#listening = false;
-      this.caller?.removeEventListener('abort', this);
+    const listening = this.#listening;
+    if (listening !== undefined) {
+      this.#listening = undefined;
+      listening.removeEventListener('abort', this);
     }
   }
 }
