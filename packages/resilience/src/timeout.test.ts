@@ -311,7 +311,7 @@ describe('timeout: nested deadlines take the earliest', () => {
       const late = track(
         outer.execute((context) =>
           inner.execute(async (innerContext) => {
-            await new Promise((resolve) => clock.setTimeout(resolve, 150));
+            await new Promise<void>((resolve) => clock.setTimeout(resolve, 150));
             return [remainingMs(innerContext), innerContext.signal.aborted];
           }, context),
         ),
