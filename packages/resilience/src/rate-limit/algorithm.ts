@@ -1,0 +1,109 @@
+import { assertInteger } from '@stratus/core';
+import type { Lease, LimiterOptions, RateLimiter, RateLimitResult } from './types.js';
+
+/**
+ * One rate-limiting algorithm, written once per store: in TypeScript for the in-memory store, in Lua for
+ * Redis (one atomic script), in SQL for PostgreSQL (one atomic upsert). All three apply the same state
+ * transition; the result (remaining, reset, retry-after) is derived in TypeScript from what they return,
+ * so the arithmetic that callers see is shared.
+ */
+export interface Algorithm<S> {
+  readonly kind: string;
+  readonly limit: number;
+  readonly windowMs: number | undefined;
+  /** Permits are held until released (concurrency), rather than given back by time passing. */
+  readonly leased: boolean;
+  /** Numeric parameters handed to the Lua script (ARGV[4..]) and to the SQL (`param(i)`), in order. */
+  readonly params: readonly number[];
+  readonly redis: RedisProgram;
+  readonly postgres: PostgresProgram;
+
+  /** In-memory state of a key never seen (or idle long enough to be forgotten). */
+  create(now: number): S;
+  /** Applies a request for `cost` permits at `now` to `state` (mutating it) and answers. */
+  consume(state: S, now: number, cost: number, lease: Lease | undefined): RateLimitResult;
+  /** The time from which `state` is as good as new, so an idle key can be dropped. */
+  idleAt(state: S): number;
+  /** Gives a lease's permits back (leased algorithms only). */
+  release?(state: S, leaseId: string): void;
+  /**
+   * The result of a store's reply: `values` are [ok (1 or 0), now, ...the program's returned values], all
+   * numbers. `lease` is the lease to hand out when the request was allowed (leased algorithms only).
+   */
+  decode(values: readonly number[], cost: number, lease: Lease | undefined): RateLimitResult;
+}
+
+/**
+ * The Lua body of an algorithm. The store prepends a prologue defining `key` (KEYS[1]), `now` (ARGV[1], or
+ * the server's TIME in ms when empty), `cost` (ARGV[2]), `lease` (ARGV[3]), `fmt(x)` (a number as an exact
+ * string) and `ttl(ms)` (a PEXPIRE argument). Parameters are ARGV[4], ARGV[5], ... The script returns
+ * {ok, fmt(now), ...values}.
+ */
+export interface RedisProgram {
+  readonly name: string;
+  readonly lua: string;
+  /** Leased algorithms: the Lua body releasing the lease `lease` of `cost` permits from `key`. */
+  readonly releaseLua?: string;
+}
+
+/** Placeholders the store fills in: expressions for the request's inputs. */
+export interface SqlTerms {
+  /** Epoch ms (float8): the caller's clock or the server's statement time. */
+  readonly now: string;
+  readonly cost: string;
+  /** The lease id (text); leased algorithms only. */
+  readonly lease: string;
+  /** The i-th numeric parameter (float8). */
+  param(index: number): string;
+}
+
+/**
+ * The SQL of an algorithm. The store runs, as one statement:
+ *   INSERT INTO <table> AS t (key, <columns>, ok, expires_at)
+ *   SELECT <key>, s.<columns>, s.ok, s.expires_at FROM (SELECT NULL AS <column>, ...) prev <transition>
+ *   ON CONFLICT (key) DO UPDATE SET (<columns>, ok, expires_at) =
+ *     (SELECT s.<columns>, s.ok, s.expires_at FROM (SELECT t.<column>, ...) prev <transition>)
+ *   RETURNING t.ok, <now>, <returning>
+ * so the transition is written once, over a `prev` row that is all NULL for a new key. The row lock that
+ * ON CONFLICT takes makes it atomic under any concurrency.
+ */
+export interface PostgresProgram {
+  /** Table name suffix: the table is `<tablePrefix>_<table>`. */
+  readonly table: string;
+  /** State columns and their SQL types. */
+  readonly columns: readonly (readonly [name: string, type: string])[];
+  /** FROM items (each starting with a comma) that end in a relation `s` with the columns, `ok`, `expires_at`. */
+  transition(terms: SqlTerms): string;
+  /** Expressions over the stored row `t`, returned after ok and now (as float8). */
+  returning(terms: SqlTerms): readonly string[];
+  /** Releases a lease: an UPDATE of the row `$1` with lease id `$2` (leased algorithms only). */
+  readonly release?: (table: string) => string;
+}
+
+/** Common options after validation, handed to a store when it builds the limiter. */
+export interface BindOptions extends Required<Pick<LimiterOptions, 'name' | 'clock'>> {
+  readonly softLimit: LimiterOptions['softLimit'];
+}
+
+/** Where a limiter keeps its counters: memoryStore(), redisStore(...) or postgresStore(...). */
+export interface RateLimitStore {
+  readonly kind: string;
+  /** Builds a limiter running `algorithm` on this store (called by the limiter factories). */
+  bind(algorithm: Algorithm<unknown>, options: BindOptions): RateLimiter;
+}
+
+/**
+ * Slack for comparisons of fractional permits (a bucket refilled for 200 ms at 5 per second holds
+ * 0.9999999999999999 tokens in floating point, and must admit a request for 1).
+ */
+export const EPSILON = 1e-9;
+
+/** Checks a request's cost (the hot path skips this for the default cost of 1). */
+export function assertCost(cost: number): void {
+  assertInteger('cost', cost, 0);
+}
+
+/** Whole permits left out of a fractional amount, never negative. */
+export function wholePermits(amount: number): number {
+  return amount <= 0 ? 0 : Math.floor(amount + EPSILON);
+}

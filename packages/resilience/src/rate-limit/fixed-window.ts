@@ -1,0 +1,131 @@
+import { assertDuration, assertInteger, assertObject } from '@stratus/core';
+import type { Algorithm, PostgresProgram, RedisProgram, SqlTerms } from './algorithm.js';
+import { createLimiter, type StoreOption } from './limiter.js';
+import type { MemoryStore } from './memory-store.js';
+import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
+
+export interface FixedWindowOptions extends LimiterOptions, StoreOption {
+  /** Permits per window (integer >= 1). */
+  limit: number;
+  /** Window length; windows are aligned to multiples of it (epoch-aligned in shared stores). */
+  windowMs: number;
+}
+
+/**
+ * Fixed window: at most `limit` permits per key in each window [k·windowMs, (k+1)·windowMs). Cheapest of all,
+ * but a client can spend a whole quota at the end of one window and another at the start of the next: up
+ * to 2 × limit within a moment. Use a sliding window, a token bucket or GCRA where that matters.
+ */
+export function fixedWindow(options: FixedWindowOptions & { store?: MemoryStore }): LocalRateLimiter;
+export function fixedWindow(options: FixedWindowOptions): RateLimiter;
+export function fixedWindow(options: FixedWindowOptions): RateLimiter {
+  return createLimiter(new FixedWindow(options), options);
+}
+
+interface WindowState {
+  /** Start of the window the count belongs to. */
+  start: number;
+  used: number;
+}
+
+const lua = `
+local limit = tonumber(ARGV[4])
+local window = tonumber(ARGV[5])
+local current = math.floor(now / window) * window
+local state = redis.call('HMGET', key, 'start', 'used')
+local start = tonumber(state[1])
+local used = tonumber(state[2]) or 0
+-- A window older than the current one is over; a newer one (a clock behind) is kept, never reset.
+if start == nil or start < current then
+  start = current
+  used = 0
+end
+local ok = 0
+if used + cost <= limit then
+  ok = 1
+  used = used + cost
+  redis.call('HSET', key, 'start', fmt(start), 'used', fmt(used))
+  redis.call('PEXPIRE', key, ttl(start + window - now))
+end
+return {ok, fmt(now), fmt(start), fmt(used)}
+`;
+
+const redis: RedisProgram = { name: 'fixed-window', lua };
+
+const postgres: PostgresProgram = {
+  table: 'fixed_window',
+  columns: [
+    ['start', 'float8'],
+    ['used', 'float8'],
+  ],
+  transition: (x: SqlTerms) => {
+    const [limit, window] = [x.param(0), x.param(1)];
+    return `
+    , LATERAL (SELECT floor(${x.now} / ${window}) * ${window} AS cur) c
+    , LATERAL (SELECT prev.start IS NULL OR prev.start < c.cur AS expired) e
+    , LATERAL (SELECT CASE WHEN e.expired THEN c.cur ELSE prev.start END AS start,
+                      CASE WHEN e.expired THEN 0 ELSE prev.used END AS used) w
+    , LATERAL (SELECT w.start,
+                      CASE WHEN w.used + ${x.cost} <= ${limit} THEN w.used + ${x.cost} ELSE w.used END AS used,
+                      w.used + ${x.cost} <= ${limit} AS ok,
+                      w.start + ${window} AS expires_at) s`;
+  },
+  returning: () => ['t.start', 't.used'],
+};
+
+class FixedWindow implements Algorithm<WindowState> {
+  readonly kind = 'fixed-window';
+  readonly leased = false;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly params: readonly number[];
+  readonly redis = redis;
+  readonly postgres = postgres;
+
+  constructor(options: FixedWindowOptions) {
+    assertObject('options', options as unknown);
+    assertInteger('limit', options.limit, 1);
+    assertDuration('windowMs', options.windowMs, { allowZero: false });
+    this.limit = options.limit;
+    this.windowMs = options.windowMs;
+    this.params = [this.limit, this.windowMs];
+  }
+
+  create(now: number): WindowState {
+    return { start: this.#windowOf(now), used: 0 };
+  }
+
+  consume(state: WindowState, now: number, cost: number): RateLimitResult {
+    const current = this.#windowOf(now);
+    if (state.start < current) {
+      state.start = current;
+      state.used = 0;
+    }
+    const ok = state.used + cost <= this.limit;
+    if (ok) state.used += cost;
+    return this.#result(ok, now, cost, state.start, state.used);
+  }
+
+  idleAt(state: WindowState): number {
+    return state.start + this.windowMs;
+  }
+
+  decode(values: readonly number[], cost: number): RateLimitResult {
+    return this.#result(values[0] === 1, values[1]!, cost, values[2]!, values[3]!);
+  }
+
+  #windowOf(now: number): number {
+    return Math.floor(now / this.windowMs) * this.windowMs;
+  }
+
+  #result(ok: boolean, now: number, cost: number, start: number, used: number): RateLimitResult {
+    const end = start + this.windowMs - now;
+    return {
+      allowed: ok,
+      limit: this.limit,
+      remaining: Math.max(0, this.limit - used),
+      resetMs: used > 0 ? end : 0,
+      retryAfterMs: ok ? 0 : cost > this.limit ? Number.POSITIVE_INFINITY : end,
+    };
+  }
+}

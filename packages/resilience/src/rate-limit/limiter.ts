@@ -1,0 +1,30 @@
+import { assertObject, type Clock, InvalidOptionsError, systemClock } from '@stratus/core';
+import type { Algorithm, RateLimitStore } from './algorithm.js';
+import { MemoryStore } from './memory-store.js';
+import { validateSoftLimit } from './observer.js';
+import type { LimiterOptions, RateLimiter } from './types.js';
+
+/** The store option every limiter factory takes; without it the counters live in this process's memory. */
+export interface StoreOption {
+  store?: RateLimitStore;
+}
+
+const defaultMemoryStore = new MemoryStore();
+
+/** Validates the options common to every limiter and binds `algorithm` to its store. */
+export function createLimiter(
+  algorithm: Algorithm<unknown>,
+  options: LimiterOptions & StoreOption,
+): RateLimiter {
+  const name = options.name ?? algorithm.kind;
+  if (typeof name !== 'string' || name === '')
+    throw new InvalidOptionsError('name', 'expected a non-empty string');
+  const clock: Clock = options.clock ?? systemClock;
+  assertObject('clock', clock);
+  validateSoftLimit(options.softLimit);
+  const store = options.store ?? defaultMemoryStore;
+  if (typeof (store as { bind?: unknown }).bind !== 'function') {
+    throw new InvalidOptionsError('store', 'expected memoryStore(), redisStore(...) or postgresStore(...)');
+  }
+  return store.bind(algorithm, { name, clock, softLimit: options.softLimit });
+}
