@@ -52,7 +52,10 @@ export class RateLimitedError extends StratusError {
     readonly retryAfterMs: number,
     readonly limit: number,
   ) {
-    super('ERR_STRATUS_RATE_LIMITED', `Rate limit of ${limit} exceeded for "${key}"; retry in ${Math.ceil(retryAfterMs)} ms`);
+    super(
+      'ERR_STRATUS_RATE_LIMITED',
+      `Rate limit of ${limit} exceeded for "${key}"; retry in ${Math.ceil(retryAfterMs)} ms`,
+    );
   }
 }
 

@@ -69,7 +69,8 @@ function headerOf(value: unknown, name: string): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') {
     return (headers as { get(n: string): string | null }).get(name) ?? undefined;
   }
-  const raw = (headers as Record<string, unknown>)[name] ?? (headers as Record<string, unknown>)[name.toLowerCase()];
+  const raw =
+    (headers as Record<string, unknown>)[name] ?? (headers as Record<string, unknown>)[name.toLowerCase()];
   if (Array.isArray(raw)) return typeof raw[0] === 'string' ? raw[0] : undefined;
   return typeof raw === 'string' ? raw : typeof raw === 'number' ? String(raw) : undefined;
 }
