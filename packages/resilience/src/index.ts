@@ -14,3 +14,4 @@ export * from './hedging.js';
 export * from './latency-window.js';
 export * from './chaos.js';
 export * from './pipeline.js';
+export * from './registry.js';
