@@ -14,4 +14,6 @@ export * from './hedging.js';
 export * from './latency-window.js';
 export * from './chaos.js';
 export * from './pipeline.js';
+export * from './failure.js';
+export * from './retry.js';
 export * from './registry.js';

@@ -74,7 +74,7 @@ class Timeout implements TimeoutPolicy {
   readonly scheduler: DeadlineScheduler;
 
   constructor(options: TimeoutOptions) {
-    assertObject('options', options);
+    assertObject('options', options as unknown);
     assertDuration('timeoutMs', options.timeoutMs, { allowZero: false });
     if (options.strategy !== undefined)
       assertOneOf('strategy', options.strategy, ['cooperative', 'aggressive'] as const);
