@@ -1,0 +1,216 @@
+import { exponentialBackoff } from '@stratus/core';
+import {
+  BrokenCircuitError,
+  type CircuitState,
+  circuitBreaker,
+  type Policy,
+  pipeline,
+  RateLimitedError,
+  retry,
+  TimeoutError,
+  timeout,
+} from '@stratus/resilience';
+import { httpError, reply, startFaultyUpstream, type UpstreamScript } from '@stratus/testkit';
+import { type Frame, renderFrame, renderLine } from './live-view.js';
+import { type CallOutcome, WindowStats } from './window-stats.js';
+
+export interface DemoOptions {
+  durationS: number;
+  /** Offered load, calls per second. */
+  rps: number;
+  /** Calls in flight at most (a client-side cap, like a connection pool). */
+  concurrency: number;
+  /** Client-side rate limit in calls per second (token bucket); 0 turns it off. */
+  limitRps: number;
+  /** Redraw a dashboard in place (a terminal) or print one line per second (pipes, CI). */
+  live: boolean;
+  colour: boolean;
+  write: (text: string) => void;
+}
+
+export interface DemoSummary {
+  readonly totals: Readonly<Record<CallOutcome, number>>;
+  readonly retries: number;
+  readonly upstreamRequests: number;
+  /** Breaker transitions seen, in order, e.g. "closed→open". */
+  readonly transitions: readonly string[];
+}
+
+interface Phase {
+  readonly name: string;
+  /** Fraction of the run at which the phase starts. */
+  readonly from: number;
+  readonly script: UpstreamScript;
+}
+
+const jitteredOk =
+  (minMs: number, spreadMs: number): UpstreamScript =>
+  () =>
+    reply.slow(minMs + Math.random() * spreadMs);
+
+/** The upstream's story: healthy, slow, down, back, overloaded (429 + Retry-After), healthy. */
+const phases: readonly Phase[] = [
+  {
+    name: 'healthy (5% errors)',
+    from: 0,
+    script: {
+      mix: [
+        [95, reply.slow(8)],
+        [5, reply.error(500)],
+      ],
+    },
+  },
+  {
+    name: 'slow (40% past the timeout)',
+    from: 0.2,
+    script: {
+      mix: [
+        [60, reply.slow(15)],
+        [40, reply.slow(900)],
+      ],
+    },
+  },
+  { name: 'outage (503)', from: 0.35, script: reply.unavailable() },
+  { name: 'recovered', from: 0.55, script: jitteredOk(3, 10) },
+  {
+    name: 'overloaded (429, Retry-After: 1)',
+    from: 0.75,
+    script: {
+      mix: [
+        [50, reply.slow(5)],
+        [50, reply.tooManyRequests(1)],
+      ],
+    },
+  },
+  { name: 'healthy', from: 0.87, script: jitteredOk(3, 10) },
+];
+
+function classify(error: unknown): CallOutcome {
+  if (error instanceof BrokenCircuitError) return 'broken-circuit';
+  if (error instanceof TimeoutError) return 'timeout';
+  if (error instanceof RateLimitedError) return 'throttled';
+  return 'failed';
+}
+
+/**
+ * A flaky HTTP upstream on loopback and a client calling it through a Stratus pipeline
+ * (retry → circuit breaker → timeout), shown live. Runs for `durationS` and stops by itself.
+ */
+export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
+  const upstream = await startFaultyUpstream({ script: phases[0]!.script });
+  const breaker = circuitBreaker({
+    name: 'upstream',
+    trip: { kind: 'failure-ratio', ratio: 0.5, windowMs: 2_000, minThroughput: 20 },
+    openMs: exponentialBackoff({ initialMs: 1_000, maxMs: 4_000 }),
+    halfOpen: { maxConcurrent: 2, successesToClose: 3 },
+  });
+  const retries = retry({
+    name: 'upstream',
+    maxAttempts: 3,
+    backoff: exponentialBackoff({ initialMs: 50, maxMs: 400, jitter: 'equal' }),
+    maxRetryAfterMs: 1_500,
+  });
+  const policies: Policy[] = [retries, breaker, timeout({ timeoutMs: 250, strategy: 'cooperative' })];
+  const client = pipeline(...policies);
+
+  const started = performance.now();
+  const stats = new WindowStats(started);
+  const log: string[] = [];
+  const transitions: string[] = [];
+  const note = (line: string) => {
+    log.push(`${((performance.now() - started) / 1000).toFixed(1).padStart(5)}s ${line}`);
+    if (log.length > 6) log.shift();
+  };
+  breaker.events.on((event) => {
+    if (event.type !== 'state-change') return;
+    transitions.push(`${event.from}→${event.to}`);
+    note(`breaker ${event.from} → ${event.to} (${event.reason})`);
+  });
+  retries.events.on((event) => {
+    if (event.type === 'retry') stats.recordRetry();
+  });
+
+  const call = async ({ signal }: { signal: AbortSignal }) => {
+    const response = await fetch(upstream.url, { signal });
+    await response.arrayBuffer();
+    if (!response.ok) {
+      const retryAfter = response.headers.get('retry-after') ?? undefined;
+      throw httpError(response.status, retryAfter === undefined ? {} : { retryAfter });
+    }
+    return response.status;
+  };
+
+  const inFlight = new Set<Promise<void>>();
+  const issue = () => {
+    const t0 = performance.now();
+    const settled = client.execute(call).then(
+      () => stats.record('ok', performance.now() - t0),
+      (error: unknown) => stats.record(classify(error), performance.now() - t0),
+    );
+    inFlight.add(settled);
+    void settled.finally(() => inFlight.delete(settled));
+  };
+
+  // Offered load: a steady tick issues rps/100 calls every 10 ms (fractions carried over), capped by concurrency.
+  let phaseIndex = 0;
+  let credit = 0;
+  let linesDrawn = 0;
+  const durationMs = options.durationS * 1000;
+  const draw = () => {
+    const now = performance.now();
+    const frame: Frame = {
+      elapsedS: Math.min(options.durationS, (now - started) / 1000),
+      durationS: options.durationS,
+      phase: phases[phaseIndex]!.name,
+      breaker: breaker.state as CircuitState,
+      report: stats.roll(now),
+      totals: stats.totals,
+      totalRetries: stats.totalRetries,
+      upstreamRequests: upstream.requests,
+      log,
+    };
+    if (!options.live) {
+      options.write(`${renderLine(frame)}\n`);
+      return;
+    }
+    const lines = renderFrame(frame, options.colour);
+    const rewind = linesDrawn > 0 ? `\x1b[${linesDrawn}A\x1b[0J` : '';
+    options.write(`${rewind}${lines.join('\n')}\n`);
+    linesDrawn = lines.length;
+  };
+
+  await new Promise<void>((resolve) => {
+    const ticker = setInterval(() => {
+      const elapsed = performance.now() - started;
+      if (elapsed >= durationMs) {
+        clearInterval(ticker);
+        clearInterval(painter);
+        resolve();
+        return;
+      }
+      const next = phases[phaseIndex + 1];
+      if (next && elapsed >= next.from * durationMs) {
+        phaseIndex++;
+        upstream.setScript(next.script);
+        note(`upstream is now ${next.name}`);
+      }
+      credit += options.rps / 100;
+      while (credit >= 1 && inFlight.size < options.concurrency) {
+        credit--;
+        issue();
+      }
+      credit = Math.min(credit, options.rps);
+    }, 10);
+    const painter = setInterval(draw, 1_000);
+  });
+  // The last calls settle within the pipeline's bounds (3 attempts of 250 ms plus capped waits).
+  await Promise.all(inFlight);
+  draw();
+  await upstream.close();
+  return {
+    totals: { ...stats.totals },
+    retries: stats.totalRetries,
+    upstreamRequests: upstream.requests,
+    transitions,
+  };
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { runDemo } from './demo/demo.js';
+
+const usage = `Usage: stratus <command> [options]
+
+Commands:
+  demo    A flaky HTTP upstream on loopback and a client calling it through a Stratus resilience
+          pipeline, shown live: breaker state, retries, throttling and latency.
+          --duration <s>     how long to run (default 30)
+          --rps <n>          offered load in calls per second (default 150)
+          --concurrency <n>  calls in flight at most (default 32)
+          --limit-rps <n>    client-side rate limit, 0 for none (default 120)
+          --plain            one line per second instead of a live dashboard
+  help    Show this text.
+`;
+
+export class UsageError extends Error {}
+
+function positiveNumber(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
+    throw new UsageError(
+      `--${name} expects a ${allowZero ? 'non-negative' : 'positive'} number, got "${raw}"`,
+    );
+  }
+  return value;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command = 'help', ...rest] = argv;
+  if (command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (command !== 'demo') throw new UsageError(`Unknown command "${command}"`);
+  const { values } = parseArgs({
+    args: [...rest],
+    options: {
+      duration: { type: 'string' },
+      rps: { type: 'string' },
+      concurrency: { type: 'string' },
+      'limit-rps': { type: 'string' },
+      plain: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const live = !values.plain && process.stdout.isTTY === true;
+  const summary = await runDemo({
+    durationS: positiveNumber('duration', values.duration, 30),
+    rps: positiveNumber('rps', values.rps, 150),
+    concurrency: Math.floor(positiveNumber('concurrency', values.concurrency, 32)),
+    limitRps: positiveNumber('limit-rps', values['limit-rps'], 120, true),
+    live,
+    colour: live && !process.env.NO_COLOR,
+    write: (text) => process.stdout.write(text),
+  });
+  const t = summary.totals;
+  process.stdout.write(
+    `\nDone: ok ${t.ok}, failed ${t.failed}, timeouts ${t.timeout}, fast-failed by the open breaker ${t['broken-circuit']}, ` +
+      `throttled ${t.throttled}, retries ${summary.retries}, upstream requests ${summary.upstreamRequests}\n` +
+      `Breaker transitions: ${summary.transitions.join(', ') || 'none'}\n`,
+  );
+  return 0;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+        process.stderr.write(`${(error as Error).message}\n\n${usage}`);
+        process.exit(2);
+      }
+      process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
