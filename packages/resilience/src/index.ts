@@ -17,3 +17,4 @@ export * from './pipeline.js';
 export * from './failure.js';
 export * from './retry.js';
 export * from './registry.js';
+export * from './fallback.js';
