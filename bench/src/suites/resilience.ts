@@ -2,7 +2,7 @@
  * Suite "resilience" (anchors §13 R1, R2, L1): the overhead of each policy wrapped around `async () => 42`,
  * Stratus side by side with cockatiel, opossum, p-limit and rate-limiter-flexible in one process.
  */
-import { bulkhead, circuitBreaker, timeout } from '@stratus/resilience';
+import { bulkhead, circuitBreaker, fallback, pipeline, retry, timeout } from '@stratus/resilience';
 import {
   ConsecutiveBreaker,
   bulkhead as cockatielBulkhead,
@@ -42,7 +42,10 @@ function burst(jobs: number, submit: () => Promise<unknown>): () => Promise<void
 function singlePolicyCases(): BenchCase[] {
   const cases: BenchCase[] = [{ case: 'bare', impl: 'baseline', kind: 'async', op: payload }];
 
+  // cockatiel's maxAttempts counts retries, Stratus's counts attempts: both allow 3 retries.
+  const sRetry = retry({ maxAttempts: 4 });
   const cRetry = cockatielRetry(handleAll, { maxAttempts: 3 });
+  cases.push({ case: 'retry', impl: 'stratus', kind: 'async', op: () => sRetry.execute(payload) });
   cases.push({ case: 'retry', impl: 'cockatiel', kind: 'async', op: () => cRetry.execute(payload) });
 
   const cBreaker = cockatielCircuitBreaker(handleAll, {
@@ -101,9 +104,18 @@ function singlePolicyCases(): BenchCase[] {
     });
   }
 
+  const sFallback = fallback({ fallback: 0 });
   const cFallback = cockatielFallback(handleAll, 0);
+  cases.push({ case: 'fallback', impl: 'stratus', kind: 'async', op: () => sFallback.execute(payload) });
   cases.push({ case: 'fallback', impl: 'cockatiel', kind: 'async', op: () => cFallback.execute(payload) });
 
+  const sComposite = pipeline(
+    timeout({ timeoutMs: 5000 }),
+    retry({ maxAttempts: 4 }),
+    circuitBreaker({ trip: { kind: 'consecutive-failures', failures: 5 }, openMs: 10_000 }),
+    timeout({ timeoutMs: 1000 }),
+  );
+  cases.push({ case: 'composite', impl: 'stratus', kind: 'async', op: () => sComposite.execute(payload) });
   const cComposite = wrap(
     cockatielTimeout(5000, TimeoutStrategy.Cooperative),
     cockatielRetry(handleAll, { maxAttempts: 3 }),
