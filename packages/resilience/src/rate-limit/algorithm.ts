@@ -98,6 +98,12 @@ export interface RateLimitStore {
  */
 export const EPSILON = 1e-9;
 
+/**
+ * Slack for comparisons of times computed from epoch milliseconds: around 1.8e12 a double resolves only
+ * 0.00024 ms, so a time stored as `now + 333.33...` comes back a fraction of a microsecond off.
+ */
+export const TIME_EPSILON_MS = 1e-3;
+
 /** Checks a request's cost (the hot path skips this for the default cost of 1). */
 export function assertCost(cost: number): void {
   assertInteger('cost', cost, 0);
