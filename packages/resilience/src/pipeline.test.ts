@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventEmitter, OperationCancelledError, type StratusEvent } from '@stratus/core';
+import {
+  constantBackoff,
+  EventEmitter,
+  isCancelled,
+  OperationCancelledError,
+  remainingMs,
+  type StratusEvent,
+} from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
 import { circuitBreaker } from './circuit-breaker.js';
 import { contextFor } from './context.js';
 import { BrokenCircuitError, TimeoutError } from './errors.js';
 import { pipeline } from './pipeline.js';
 import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
+import { retry } from './retry.js';
 import { timeout } from './timeout.js';
 
 interface TraceEvent extends StratusEvent {
@@ -141,6 +149,18 @@ describe('pipeline', () => {
     assert.equal(signal, source.controller.signal);
   });
 
+  it('shows an outer attempt on a context that defers cancellation and deadline to the inner one', async () => {
+    const clock = new VirtualClock();
+    const seen: string[] = [];
+    await assert.rejects(
+      pipeline(new AttemptsPolicy(2), timeout({ timeoutMs: 100, clock })).execute((context) => {
+        seen.push(`${context.attempt}:${isCancelled(context)}:${remainingMs(context)}`);
+        throw new Error('again');
+      }),
+    );
+    assert.deepEqual(seen, ['1:false:100', '2:false:100']);
+  });
+
   it('turns a synchronous throw into a rejection', async () => {
     const failure = new Error('sync');
     const p = pipeline(new TracePolicy('a'), new TracePolicy('b'));
@@ -162,6 +182,17 @@ describe('pipeline', () => {
       assert.equal(context.signal, caller.signal);
       assert.equal(context.attempt, 1);
       assert.equal(await p.execute(async () => 'x'), 'x');
+    });
+
+    it('hands a context given as options on as it is, keeping its attempt', async () => {
+      const seen: number[] = [];
+      await pipeline(new AttemptsPolicy(1)).execute((outer) =>
+        pipeline().execute((context) => {
+          assert.equal(context, outer);
+          seen.push(context.attempt);
+        }, outer),
+      );
+      assert.deepEqual(seen, [1]);
     });
 
     it('honours an aborted caller signal and rejects synchronous throws', async () => {
@@ -215,6 +246,34 @@ describe('pipeline', () => {
   });
 
   describe('with real policies', () => {
+    it('composes timeout + retry + breaker + timeout: attempts reach the operation, the breaker counts each', async () => {
+      const clock = new VirtualClock();
+      const breaker = circuitBreaker({ clock, trip: { kind: 'consecutive-failures', failures: 5 } });
+      const failures: string[] = [];
+      breaker.events.on((event) => {
+        if (event.type === 'failure') failures.push((event.failure as Error).name);
+      });
+      const p = pipeline(
+        timeout({ timeoutMs: 500, clock }),
+        retry({ clock, maxAttempts: 3, backoff: constantBackoff(10), handle: { error: () => true } }),
+        breaker,
+        timeout({ timeoutMs: 100, clock }),
+      );
+      const attempts: number[] = [];
+      const call = p.execute((context) => {
+        attempts.push(context.attempt);
+        if (context.attempt === 3) return 'third time lucky';
+        return new Promise<string>((_, reject) =>
+          context.signal.addEventListener('abort', () => reject(context.signal.reason)),
+        );
+      });
+      await clock.advance(220);
+      assert.equal(await call, 'third time lucky');
+      assert.deepEqual(attempts, [1, 2, 3]);
+      assert.deepEqual(failures, ['TimeoutError', 'TimeoutError']);
+      assert.equal(breaker.state, 'closed');
+    });
+
     it('times out each attempt, counts timeouts on the breaker and fails fast once it opens', async () => {
       const clock = new VirtualClock();
       const breaker = circuitBreaker({

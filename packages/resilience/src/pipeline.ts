@@ -1,4 +1,12 @@
-import { type EventEmitter, OperationCancelledError, type StratusEvent } from '@stratus/core';
+import {
+  cancelReasonOf,
+  type EventEmitter,
+  isCancelled,
+  LazySignalSource,
+  OperationCancelledError,
+  remainingMs,
+  type StratusEvent,
+} from '@stratus/core';
 import { contextFor, rootContext, runOperation } from './context.js';
 import { EventRelay } from './event-relay.js';
 import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
@@ -68,10 +76,14 @@ function chain(policies: readonly Policy[]): Step {
 }
 
 const passThrough: Step = (operation, options) => {
-  const signal = options?.signal;
-  if (signal?.aborted) return Promise.reject(new OperationCancelledError(signal.reason));
-  return runOperation(operation, contextFor(signal));
+  if (isCancelled(options)) return Promise.reject(new OperationCancelledError(cancelReasonOf(options)));
+  // A context handed on by an outer policy is passed as it is: its attempt and lazy signal stay intact.
+  return runOperation(operation, isContext(options) ? options : contextFor(options?.signal));
 };
+
+function isContext(options: ExecuteOptions | undefined): options is ExecuteContext {
+  return typeof (options as Partial<ExecuteContext> | undefined)?.attempt === 'number';
+}
 
 function layer(policy: Policy, next: Step): Step {
   return (operation, options, attempt) =>
@@ -98,14 +110,31 @@ function lastLayer(policy: Policy): Step {
     );
 }
 
-/** The innermost context with an outer layer's attempt number; its signal is read only if the operation does. */
-class OuterAttemptContext implements ExecuteContext {
+/**
+ * The innermost context with an outer layer's attempt number. It defers everything else to the inner
+ * context, so an operation that only checks for cancellation (`isCancelled(context)`) keeps a lazy signal unmade.
+ */
+class OuterAttemptContext extends LazySignalSource implements ExecuteContext {
   constructor(
     readonly inner: ExecuteContext,
     readonly attempt: number,
-  ) {}
+  ) {
+    super();
+  }
 
   get signal(): AbortSignal {
     return this.inner.signal;
+  }
+
+  get cancelled(): boolean {
+    return isCancelled(this.inner);
+  }
+
+  get cancelReason(): unknown {
+    return cancelReasonOf(this.inner);
+  }
+
+  remainingMs(): number {
+    return remainingMs(this.inner);
   }
 }
