@@ -25,7 +25,9 @@ const schedulers = new WeakMap<Clock, DeadlineScheduler>();
 /**
  * One real timer per clock for any number of pending deadlines. Deadlines are grouped in buckets of one
  * millisecond (rounded up, so nothing expires early); adding and removing are O(1) (push and swap-remove),
- * and only a new bucket touches the min-heap of bucket times. The timer is armed for the earliest live bucket
+ * and only a new bucket touches the min-heap of bucket times. An emptied bucket stays until its time has
+ * come (or the timer finds it empty), so calls arriving in the same millisecond reuse it: memory is bounded by
+ * the distinct due milliseconds within the longest timeout, not by the number of calls. The timer is armed for the earliest live bucket
  * and is not cleared when deadlines are removed: it simply finds nothing when it fires. So a loop of
  * short calls costs no setTimeout/clearTimeout pair per call, and at most one timer is pending per clock.
  * While no deadline is pending a Node timer is unref'd, so it never keeps the process alive on its own.
@@ -43,7 +45,7 @@ export class DeadlineScheduler {
 
   readonly clock: Clock;
   readonly #buckets = new Map<number, DeadlineBucket>();
-  /** Min-heap of bucket due times; may hold times whose bucket has since emptied (skipped lazily). */
+  /** Min-heap of the due times of the buckets in #buckets (one entry per bucket). */
   readonly #heap: number[] = [];
   /** Cache of the bucket used last: calls in the same millisecond share it without a map lookup. */
   #last: DeadlineBucket | undefined;
@@ -97,9 +99,6 @@ export class DeadlineScheduler {
     if (moved !== deadline) {
       items[index] = moved;
       moved.deadlineIndex = index;
-    } else if (items.length === 0 && bucket !== this.#last) {
-      // Forget emptied buckets at once so memory follows the pending deadlines; the heap skips their time.
-      this.#buckets.delete(bucket.due);
     }
     deadline.deadlineBucket = undefined;
     if (--this.#size === 0) setRef(this.#timer, false);
@@ -120,11 +119,10 @@ export class DeadlineScheduler {
     const now = this.clock.monotonic();
     while (heap.length > 0) {
       const due = heap[0]!;
-      const bucket = this.#buckets.get(due);
+      const bucket = this.#buckets.get(due)!;
       // Keep live future buckets; drop empty ones (all their deadlines were removed) and fire due ones.
-      if (bucket !== undefined && bucket.items.length > 0 && due > now) break;
+      if (bucket.items.length > 0 && due > now) break;
       heapPop(heap);
-      if (bucket === undefined) continue;
       this.#buckets.delete(due);
       if (this.#last === bucket) this.#last = undefined;
       const { items } = bucket;
