@@ -10,8 +10,8 @@ import {
   type StratusEvent,
   systemClock,
 } from '@stratus/core';
-import { contextFor, rootContext } from './context.js';
 import type { Failure } from './failure.js';
+import { forwardedContext } from './forwarded-context.js';
 import type { ExecuteContext, ExecuteOptions, FailureClassifier, Operation, Policy } from './policy.js';
 
 /** Produces the substitute answer from what went wrong (and the call's context, to keep its signal). */
@@ -111,14 +111,4 @@ class Fallback<R> implements FallbackPolicy<R> {
     if (this.#handlesError !== undefined) return this.#handlesError(error);
     return !(error instanceof OperationCancelledError) && !isCancelled(options);
   }
-}
-
-/**
- * The context for the operation. An outer policy's context (the pipeline hands contexts on as options) is
- * passed as it is: it keeps its attempt number, and a lazy signal stays unmade unless the operation reads it.
- */
-function forwardedContext(options: ExecuteOptions | undefined): ExecuteContext {
-  if (options === undefined) return rootContext;
-  if (typeof (options as Partial<ExecuteContext>).attempt === 'number') return options as ExecuteContext;
-  return contextFor(options.signal);
 }

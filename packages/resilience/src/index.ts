@@ -18,3 +18,4 @@ export * from './failure.js';
 export * from './retry.js';
 export * from './registry.js';
 export * from './fallback.js';
+export * from './forwarded-context.js';

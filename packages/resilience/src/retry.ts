@@ -11,11 +11,8 @@ import {
   exponentialBackoff,
   InvalidOptionsError,
   isCancelled,
-  LazySignalSource,
-  neverAbortedSignal,
   OperationCancelledError,
   remainingMs,
-  type SignalSource,
   type StratusEvent,
   sleep,
   systemClock,
@@ -23,6 +20,7 @@ import {
 import { rootContext } from './context.js';
 import { isPolicyRejection } from './errors.js';
 import { type Failure, failureValue } from './failure.js';
+import { ForwardedContext } from './forwarded-context.js';
 import type { ExecuteContext, ExecuteOptions, FailureClassifier, Operation, Policy } from './policy.js';
 import { isTransientError, isTransientResult, retryAfterMs } from './transient.js';
 
@@ -146,7 +144,7 @@ class Retry implements RetryPolicy {
 
   async execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
     const started = this.#budgetMs === Number.POSITIVE_INFINITY ? 0 : this.clock.monotonic();
-    let context: ExecuteContext = options === undefined ? rootContext : new RetryContext(options, 1);
+    let context: ExecuteContext = options === undefined ? rootContext : new ForwardedContext(options, 1);
     let previousBackoff = 0;
     for (let attempt = 1; ; attempt++) {
       if (isCancelled(options)) throw new OperationCancelledError(cancelReasonOf(options));
@@ -187,7 +185,7 @@ class Retry implements RetryPolicy {
       }
       if (this.events.active) this.#emit({ type: 'retry', attempt, delayMs, cause: failure, reason });
       if (delayMs > 0) await sleep(this.clock, delayMs, options?.signal);
-      context = new RetryContext(options, attempt + 1);
+      context = new ForwardedContext(options, attempt + 1);
     }
   }
 
@@ -210,34 +208,5 @@ class Retry implements RetryPolicy {
       | { type: 'success'; attempts: number },
   ): void {
     this.events.emit({ component: 'retry', name: this.name, at: this.clock.now(), ...event });
-  }
-}
-
-/**
- * The context of one attempt: the attempt number plus the caller's cancellation, followed lazily so that
- * a lazy signal from an outer policy (a timeout's) is only created if the operation reads `signal`.
- */
-class RetryContext extends LazySignalSource implements ExecuteContext {
-  constructor(
-    readonly source: SignalSource,
-    readonly attempt: number,
-  ) {
-    super();
-  }
-
-  get signal(): AbortSignal {
-    return this.source?.signal ?? neverAbortedSignal;
-  }
-
-  get cancelled(): boolean {
-    return isCancelled(this.source);
-  }
-
-  get cancelReason(): unknown {
-    return cancelReasonOf(this.source);
-  }
-
-  remainingMs(): number {
-    return remainingMs(this.source);
   }
 }
