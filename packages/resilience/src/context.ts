@@ -1,5 +1,5 @@
 import { neverAbortedSignal } from '@stratus/core';
-import type { ExecuteContext, Operation } from './policy.js';
+import type { ExecuteContext, ExecuteOptions, Operation } from './policy.js';
 
 /** The context of every call made without a signal: shared, so the happy path allocates nothing. */
 export const rootContext: ExecuteContext = Object.freeze({ signal: neverAbortedSignal, attempt: 1 });
@@ -7,6 +7,16 @@ export const rootContext: ExecuteContext = Object.freeze({ signal: neverAbortedS
 /** The context handed to an operation run on behalf of a caller holding `signal`. */
 export function contextFor(signal: AbortSignal | undefined): ExecuteContext {
   return signal === undefined ? rootContext : { signal, attempt: 1 };
+}
+
+/**
+ * The context for an operation run on behalf of `options`. A context handed on as options by an outer
+ * policy (pipelines do this) is used as it is, so its attempt number shows and its lazy signal stays unmade.
+ */
+export function contextOf(options: ExecuteOptions | undefined): ExecuteContext {
+  if (options === undefined) return rootContext;
+  if (typeof (options as Partial<ExecuteContext>).attempt === 'number') return options as ExecuteContext;
+  return contextFor(options.signal);
 }
 
 /**

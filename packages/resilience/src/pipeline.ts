@@ -7,7 +7,7 @@ import {
   remainingMs,
   type StratusEvent,
 } from '@stratus/core';
-import { contextFor, rootContext, runOperation } from './context.js';
+import { contextOf, rootContext, runOperation } from './context.js';
 import { EventRelay } from './event-relay.js';
 import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
 
@@ -77,13 +77,8 @@ function chain(policies: readonly Policy[]): Step {
 
 const passThrough: Step = (operation, options) => {
   if (isCancelled(options)) return Promise.reject(new OperationCancelledError(cancelReasonOf(options)));
-  // A context handed on by an outer policy is passed as it is: its attempt and lazy signal stay intact.
-  return runOperation(operation, isContext(options) ? options : contextFor(options?.signal));
+  return runOperation(operation, contextOf(options));
 };
-
-function isContext(options: ExecuteOptions | undefined): options is ExecuteContext {
-  return typeof (options as Partial<ExecuteContext> | undefined)?.attempt === 'number';
-}
 
 function layer(policy: Policy, next: Step): Step {
   return (operation, options, attempt) =>
