@@ -54,8 +54,9 @@ export interface TimeoutPolicy extends Policy<TimeoutEvent> {
  * Bounds the time an operation may take. The operation gets a signal that aborts at the deadline (or when
  * the caller's signal aborts); `remainingMs(context.signal)` tells it how long it has left.
  *
- * Nested timeouts take the earliest deadline: an inner one sees the outer's deadline on the signal it is
- * given, fails when the outer's deadline aborts that signal, and cannot extend it. The caller's own signal
+ * Nested timeouts take the earliest deadline: an inner one, given the outer's context (or signal) as its
+ * options, reports the earlier deadline through `remainingMs`, fails when the outer's deadline aborts the
+ * outer signal, and cannot extend it. The caller's own signal
  * still cancels: the policy then rejects with OperationCancelledError, not TimeoutError.
  *
  * Cheap by construction: all pending deadlines of a clock share one timer (DeadlineScheduler), and the
