@@ -10,8 +10,8 @@ import {
   type StratusEvent,
   systemClock,
 } from '@stratus/core';
+import { contextOf } from './context.js';
 import type { Failure } from './failure.js';
-import { forwardedContext } from './forwarded-context.js';
 import type { ExecuteContext, ExecuteOptions, FailureClassifier, Operation, Policy } from './policy.js';
 
 /** Produces the substitute answer from what went wrong (and the call's context, to keep its signal). */
@@ -79,7 +79,7 @@ class Fallback<R> implements FallbackPolicy<R> {
 
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T | R> {
     if (isCancelled(options)) return Promise.reject(new OperationCancelledError(cancelReasonOf(options)));
-    return this.#run(operation, options, forwardedContext(options));
+    return this.#run(operation, options, contextOf(options));
   }
 
   async #run<T>(operation: Operation<T>, options: ExecuteOptions | undefined, context: ExecuteContext) {

@@ -2,20 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isCancelled, neverAbortedSignal, remainingMs } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
-import { rootContext } from './context.js';
-import { ForwardedContext, forwardedContext } from './forwarded-context.js';
-import type { ExecuteContext } from './policy.js';
+import { ForwardedContext } from './forwarded-context.js';
 import { timeout } from './timeout.js';
 
 describe('forwarded contexts', () => {
-  it('hands an outer context on as it is, and wraps plain options', () => {
-    const outer: ExecuteContext = { signal: new AbortController().signal, attempt: 3 };
-    assert.equal(forwardedContext(outer), outer);
-    assert.equal(forwardedContext(undefined), rootContext);
-    const { signal } = new AbortController();
-    assert.deepEqual(forwardedContext({ signal }), { signal, attempt: 1 });
-  });
-
   it('follows a lazy outer signal without creating it', async () => {
     const clock = new VirtualClock();
     const outer = timeout({ timeoutMs: 100, clock });
