@@ -19,3 +19,5 @@ export * from './retry.js';
 export * from './registry.js';
 export * from './fallback.js';
 export * from './forwarded-context.js';
+export * from './telemetry/event-fields.js';
+export * from './telemetry/pino.js';
