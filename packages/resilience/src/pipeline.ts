@@ -2,14 +2,13 @@ import {
   cancelReasonOf,
   type EventEmitter,
   isCancelled,
-  LazySignalSource,
   OperationCancelledError,
-  remainingMs,
   type StratusEvent,
 } from '@stratus/core';
 import { contextOf, rootContext, runOperation } from './context.js';
 import { EventRelay } from './event-relay.js';
-import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
+import { ForwardedContext } from './forwarded-context.js';
+import type { ExecuteOptions, Operation, Policy } from './policy.js';
 
 /** The event union of a list of policies. */
 export type EventsOf<P extends readonly Policy[]> = P[number] extends Policy<infer E> ? E : never;
@@ -100,36 +99,7 @@ function lastLayer(policy: Policy): Step {
     policy.execute(
       attempt === 1
         ? operation
-        : (context) => operation(context.attempt === 1 ? new OuterAttemptContext(context, attempt) : context),
+        : (context) => operation(context.attempt === 1 ? new ForwardedContext(context, attempt) : context),
       options,
     );
-}
-
-/**
- * The innermost context with an outer layer's attempt number. It defers everything else to the inner
- * context, so an operation that only checks for cancellation (`isCancelled(context)`) keeps a lazy signal unmade.
- */
-class OuterAttemptContext extends LazySignalSource implements ExecuteContext {
-  constructor(
-    readonly inner: ExecuteContext,
-    readonly attempt: number,
-  ) {
-    super();
-  }
-
-  get signal(): AbortSignal {
-    return this.inner.signal;
-  }
-
-  get cancelled(): boolean {
-    return isCancelled(this.inner);
-  }
-
-  get cancelReason(): unknown {
-    return cancelReasonOf(this.inner);
-  }
-
-  remainingMs(): number {
-    return remainingMs(this.inner);
-  }
 }
