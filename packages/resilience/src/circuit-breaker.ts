@@ -13,6 +13,15 @@ import {
   systemClock,
 } from '@stratus/core';
 import {
+  type CircuitSync,
+  type CircuitSyncHost,
+  createCircuitSync,
+  SharedCircuitFailure,
+  type SharedCircuitOptions,
+  type TrialOutcome,
+} from './circuit-breaker/circuit-sync.js';
+import type { SharedCircuitRecord } from './circuit-breaker/state-store.js';
+import {
   createTripRule,
   type TripOption,
   type TripRule,
@@ -40,7 +49,11 @@ export type CircuitTransitionReason =
   | 'isolated'
   /** The last isolation handle was released. */
   | 'released'
-  | 'reset';
+  | 'reset'
+  /** Taken over from the shared store (another instance changed the circuit). */
+  | 'shared'
+  /** Enough instances report failing (mode 'quorum'). */
+  | 'quorum';
 
 interface CircuitBreakerEventBase extends StratusEvent {
   readonly component: 'circuit-breaker';
@@ -68,7 +81,14 @@ export type CircuitBreakerEvent =
       readonly type: 'success';
       readonly state: CircuitState;
       readonly durationMs?: number;
-    });
+    })
+  /** The shared store could not be reached: this instance goes on with its local state. */
+  | (CircuitBreakerEventBase & {
+      readonly type: 'shared-state-unavailable';
+      readonly store: string;
+      readonly error: unknown;
+    })
+  | (CircuitBreakerEventBase & { readonly type: 'shared-state-restored'; readonly store: string });
 
 export interface HalfOpenOptions {
   /** Trial calls admitted at the same time while half-open (integer >= 1); the rest fail fast. Default 1. */
@@ -102,6 +122,8 @@ export interface CircuitBreakerOptions {
   retryAfter?: boolean | RetryAfterOptions;
   /** State exported by `exportState()`/`toJSON()` (e.g. by an earlier process) to start from. */
   initialState?: CircuitBreakerSnapshot;
+  /** Share the circuit with other instances through a store (see SharedCircuitOptions). */
+  shared?: SharedCircuitOptions;
   clock?: Clock;
   name?: string;
 }
@@ -135,6 +157,12 @@ export interface CircuitBreakerPolicy extends Policy<CircuitBreakerEvent> {
   reset(): void;
   exportState(): CircuitBreakerSnapshot;
   toJSON(): CircuitBreakerSnapshot;
+  /** With `shared`: whether the store answered last time (undefined without `shared`). */
+  readonly sharedStateAvailable: boolean | undefined;
+  /** With `shared`: one synchronisation round now (read or heartbeat, then pending writes). Never rejects. */
+  sync(): Promise<void>;
+  /** Stops background synchronisation and ends store subscriptions (quorum: withdraws this instance). */
+  dispose(): Promise<void>;
 }
 
 /**
@@ -152,6 +180,18 @@ const HALF_OPEN = 2;
 const ISOLATED = 3;
 type StateCode = 0 | 1 | 2 | 3;
 const STATE_NAMES: readonly CircuitState[] = ['closed', 'open', 'half-open', 'isolated'];
+const STATE_CODES: Readonly<Record<CircuitState, StateCode>> = {
+  closed: CLOSED,
+  open: OPEN,
+  'half-open': HALF_OPEN,
+  isolated: ISOLATED,
+};
+
+// How a call ended, as far as the circuit is concerned.
+const SUCCEEDED = 0;
+const FAILED = 1;
+const CANCELLED = 2;
+type OutcomeKind = 0 | 1 | 2;
 
 const DEFAULT_TRIP: TripOption = { kind: 'consecutive-failures', failures: 5 };
 const DEFAULT_RETRY_AFTER_STATUSES: readonly number[] = [429, 503];
@@ -183,6 +223,8 @@ class CircuitBreaker implements CircuitBreakerPolicy {
   #trialSuccesses = 0;
   #isolations = 0;
   #lastFailure: unknown;
+  readonly #sync: CircuitSync | undefined;
+  readonly #storeKind: string;
 
   constructor(options: CircuitBreakerOptions) {
     assertObject('options', options as unknown);
@@ -224,6 +266,14 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     }
 
     if (options.initialState !== undefined) this.#restore(options.initialState);
+    this.#storeKind = options.shared?.store?.kind ?? '';
+    if (options.shared !== undefined) {
+      this.#sync = createCircuitSync(options.shared, this.#syncHost(), {
+        maxTrials: this.#maxTrials,
+        successesToClose: this.#successesToClose,
+        named: options.name !== undefined,
+      });
+    }
   }
 
   get state(): CircuitState {
@@ -267,6 +317,18 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     return this.exportState();
   }
 
+  get sharedStateAvailable(): boolean | undefined {
+    return this.#sync?.available;
+  }
+
+  async sync(): Promise<void> {
+    await this.#sync?.sync();
+  }
+
+  async dispose(): Promise<void> {
+    await this.#sync?.dispose();
+  }
+
   exportState(): CircuitBreakerSnapshot {
     const now = this.#clock.now();
     const mono = this.#clock.monotonic();
@@ -292,13 +354,7 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     try {
       value = await operation(contextFor(signal));
     } catch (error) {
-      if (error instanceof OperationCancelledError || (signal?.aborted && error === signal.reason)) {
-        this.#settleCancelled(generation);
-      } else if (this.#isFailureError === undefined || this.#isFailureError(error)) {
-        this.#settleFailure(error, generation, start);
-      } else {
-        this.#settleSuccess(generation, start);
-      }
+      this.#settle(this.#failureKind(error, signal), error, generation, start);
       throw error;
     }
     if (this.#isFailureResult?.(value)) this.#settleFailure(value, generation, start);
@@ -315,9 +371,82 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     if (state === HALF_OPEN && this.#trialsInFlight < this.#maxTrials) {
       // Taken synchronously, before any await: concurrent callers can never exceed the trial slots.
       this.#trialsInFlight++;
-      return this.#run(operation, signal);
+      const sync = this.#sync;
+      return sync?.acquireTrial && sync.available
+        ? this.#sharedTrial(operation, signal, sync)
+        : this.#run(operation, signal);
     }
     throw this.#rejection(state);
+  }
+
+  /** A half-open trial whose slot is leased from the shared store, so trials are bounded cluster-wide. */
+  async #sharedTrial<T>(
+    operation: Operation<T>,
+    signal: AbortSignal | undefined,
+    sync: CircuitSync,
+  ): Promise<T> {
+    const generation = this.#generation;
+    const admission = await (sync.acquireTrial as NonNullable<CircuitSync['acquireTrial']>)();
+    const unchanged = generation === this.#generation;
+    if (admission.kind === 'unavailable' && unchanged) return this.#run(operation, signal);
+    if (admission.kind !== 'granted') {
+      if (unchanged) this.#trialsInFlight--;
+      // The store's answer has been adopted: closed runs the call, anything else refuses it.
+      if (this.#state === CLOSED) return this.#run(operation, signal);
+      throw this.#rejection(this.#state);
+    }
+    const start = this.#needsDuration ? this.#clock.monotonic() : 0;
+    let value: T;
+    try {
+      value = await operation(contextFor(signal));
+    } catch (error) {
+      const failing = this.#failureKind(error, signal);
+      await this.#completeTrial(sync, admission.lease, failing, error, generation, start);
+      throw error;
+    }
+    const failing = this.#isFailureResult?.(value) ? FAILED : SUCCEEDED;
+    await this.#completeTrial(sync, admission.lease, failing, value, generation, start);
+    return value;
+  }
+
+  /** Reports a shared trial to the store; if the store cannot take it, the trial counts locally instead. */
+  async #completeTrial(
+    sync: CircuitSync,
+    lease: string,
+    kind: OutcomeKind,
+    outcome: unknown,
+    generation: number,
+    start: number,
+  ): Promise<void> {
+    const report: TrialOutcome =
+      kind === FAILED
+        ? { kind: 'failure', failure: outcome, retryAfterMs: this.#retryAfterOf(outcome) }
+        : { kind: kind === CANCELLED ? 'cancelled' : 'success' };
+    const stored = await (sync.completeTrial as NonNullable<CircuitSync['completeTrial']>)(lease, report);
+    if (!stored) {
+      this.#settle(kind, outcome, generation, start);
+      return;
+    }
+    // The store decided and its record was adopted; what is left is this call's slot, its failure and events.
+    if (generation === this.#generation) this.#trialsInFlight--;
+    if (kind === FAILED) this.#lastFailure = outcome;
+    if (kind !== CANCELLED && this.events.active) {
+      const durationMs = this.#needsDuration ? this.#clock.monotonic() - start : undefined;
+      this.#emitOutcome(kind, outcome, HALF_OPEN, durationMs);
+    }
+  }
+
+  /** What an error means for the circuit: a cancellation by the caller never counts. */
+  #failureKind(error: unknown, signal: AbortSignal | undefined): OutcomeKind {
+    if (error instanceof OperationCancelledError || (signal?.aborted && error === signal.reason))
+      return CANCELLED;
+    return this.#isFailureError === undefined || this.#isFailureError(error) ? FAILED : SUCCEEDED;
+  }
+
+  #settle(kind: OutcomeKind, outcome: unknown, generation: number, start: number): void {
+    if (kind === FAILED) this.#settleFailure(outcome, generation, start);
+    else if (kind === SUCCEEDED) this.#settleSuccess(generation, start);
+    else this.#settleCancelled(generation);
   }
 
   #settleSuccess(generation: number, start: number): void {
@@ -337,9 +466,7 @@ class CircuitBreaker implements CircuitBreakerPolicy {
         if (++this.#trialSuccesses >= this.#successesToClose) this.#transition(CLOSED, 'trials-succeeded');
       }
     }
-    if (this.events.active) {
-      this.events.emit({ ...this.#eventBase('success'), state: STATE_NAMES[state]!, durationMs });
-    }
+    if (this.events.active) this.#emitOutcome(SUCCEEDED, undefined, state, durationMs);
   }
 
   #settleFailure(failure: unknown, generation: number, start: number): void {
@@ -357,12 +484,16 @@ class CircuitBreaker implements CircuitBreakerPolicy {
       }
     }
     if (this.events.active) {
-      this.events.emit({
-        ...this.#eventBase('failure'),
-        state: STATE_NAMES[state]!,
-        failure,
-        durationMs: this.#needsDuration ? now - start : undefined,
-      });
+      this.#emitOutcome(FAILED, failure, state, this.#needsDuration ? now - start : undefined);
+    }
+  }
+
+  #emitOutcome(kind: OutcomeKind, outcome: unknown, state: StateCode, durationMs: number | undefined): void {
+    const name = STATE_NAMES[state]!;
+    if (kind === FAILED) {
+      this.events.emit({ ...this.#eventBase('failure'), state: name, failure: outcome, durationMs });
+    } else {
+      this.events.emit({ ...this.#eventBase('success'), state: name, durationMs });
     }
   }
 
@@ -381,11 +512,17 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     return ms === undefined ? 0 : Math.min(ms, this.#retryAfterMaxMs);
   }
 
-  #open(reason: CircuitTransitionReason, failure: unknown, minimumMs: number, now: number): void {
+  #open(
+    reason: CircuitTransitionReason,
+    failure: unknown,
+    minimumMs: number,
+    now: number,
+    fromSync = false,
+  ): void {
     const delay = this.#openDelay(++this.#openCount, this.#lastOpenMs);
     this.#lastOpenMs = delay;
     this.#openUntil = now + Math.max(delay, minimumMs);
-    this.#transition(OPEN, reason, failure);
+    this.#transition(OPEN, reason, failure, fromSync);
   }
 
   /** Lazily turns an open circuit half-open once its period ran out (no timer needed). */
@@ -395,7 +532,8 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     }
   }
 
-  #transition(to: StateCode, reason: CircuitTransitionReason, failure?: unknown): void {
+  /** Changes state; `fromSync` marks changes taken over from the shared store, which are not shared back. */
+  #transition(to: StateCode, reason: CircuitTransitionReason, failure?: unknown, fromSync = false): void {
     const from = this.#state;
     this.#state = to;
     this.#generation++;
@@ -416,6 +554,61 @@ class CircuitBreaker implements CircuitBreakerPolicy {
         lastFailure: to === OPEN ? failure : undefined,
       });
     }
+    if (this.#sync !== undefined && !fromSync) {
+      this.#sync.transitioned({
+        to: STATE_NAMES[to]!,
+        reason,
+        openUntil: this.#clock.now() + Math.max(0, this.#openUntil - this.#clock.monotonic()),
+        openCount: this.#openCount,
+        lastOpenMs: this.#lastOpenMs,
+        failure,
+      });
+    }
+  }
+
+  /** Takes over the shared record: its state, open-until time, backoff position and trial successes. */
+  #adopt(record: SharedCircuitRecord, reason: CircuitTransitionReason): void {
+    const target = STATE_CODES[record.state];
+    if (target === undefined) return;
+    const mono = this.#clock.monotonic();
+    const openUntil = mono + (record.openUntil - this.#clock.now());
+    const current = this.#state;
+    // An elapsed open period already reads as half-open here; the store follows at the first trial.
+    if (target === OPEN && current === HALF_OPEN && openUntil <= mono) return;
+    this.#openCount = record.openCount;
+    this.#lastOpenMs = record.lastOpenMs;
+    if (target === OPEN || target === HALF_OPEN) this.#openUntil = openUntil;
+    if (target !== current) {
+      let failure: unknown;
+      if (target === OPEN && record.lastFailure !== undefined) {
+        failure =
+          reason === 'shared'
+            ? new SharedCircuitFailure(record.lastFailure, record.updatedBy)
+            : this.#lastFailure;
+        this.#lastFailure = failure;
+      }
+      this.#transition(target, reason, failure, true);
+      if (target === ISOLATED) this.#isolations = 0;
+    }
+    if (target === HALF_OPEN) this.#trialSuccesses = record.successes;
+  }
+
+  #syncHost(): CircuitSyncHost {
+    return {
+      name: this.name,
+      clock: this.#clock,
+      adopt: (record, reason) => this.#adopt(record, reason),
+      openByQuorum: () => {
+        if (this.#state === CLOSED) this.#open('quorum', undefined, 0, this.#clock.monotonic(), true);
+      },
+      openDelay: this.#openDelay,
+      storeAvailabilityChanged: (available, error) => {
+        if (!this.events.active) return;
+        const store = this.#storeKind;
+        if (available) this.events.emit({ ...this.#eventBase('shared-state-restored'), store });
+        else this.events.emit({ ...this.#eventBase('shared-state-unavailable'), store, error });
+      },
+    };
   }
 
   #rejection(state: StateCode): BrokenCircuitError {

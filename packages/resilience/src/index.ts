@@ -21,3 +21,12 @@ export * from './fallback.js';
 export * from './forwarded-context.js';
 export * from './telemetry/event-fields.js';
 export * from './telemetry/pino.js';
+export {
+  type QuorumOptions,
+  SharedCircuitFailure,
+  type SharedCircuitOptions,
+} from './circuit-breaker/circuit-sync.js';
+export * from './circuit-breaker/memory-state-store.js';
+export * from './circuit-breaker/postgres-state-store.js';
+export * from './circuit-breaker/redis-state-store.js';
+export * from './circuit-breaker/state-store.js';

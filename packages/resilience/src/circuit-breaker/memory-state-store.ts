@@ -1,0 +1,69 @@
+import type {
+  CircuitStateStore,
+  CompareAndSetResult,
+  QuorumReport,
+  SharedCircuitRecord,
+  SharedCircuitState,
+} from './state-store.js';
+
+/**
+ * The in-process store: breakers of one process that share a circuit (tests, several pipelines per key), and
+ * the reference the Redis and PostgreSQL adapters are checked against. Listeners are called asynchronously,
+ * as a remote store's would be.
+ */
+export class MemoryCircuitStateStore implements CircuitStateStore {
+  readonly kind = 'memory';
+  readonly #records = new Map<string, SharedCircuitRecord>();
+  readonly #reports = new Map<string, Map<string, QuorumReport>>();
+  readonly #listeners = new Map<string, Set<(record: SharedCircuitRecord) => void>>();
+
+  async read(key: string): Promise<SharedCircuitRecord | undefined> {
+    return this.#records.get(key);
+  }
+
+  async compareAndSet(
+    key: string,
+    expectedVersion: number,
+    state: SharedCircuitState,
+  ): Promise<CompareAndSetResult> {
+    const current = this.#records.get(key);
+    if ((current?.version ?? 0) !== expectedVersion) return { written: false, record: current };
+    // A copy, so the caller mutating its object afterwards cannot change what is stored.
+    const record: SharedCircuitRecord = structuredClone({ ...state, version: expectedVersion + 1 });
+    this.#records.set(key, record);
+    for (const listener of this.#listeners.get(key) ?? []) queueMicrotask(() => listener(record));
+    return { written: true, record };
+  }
+
+  async report(key: string, report: QuorumReport, now: number): Promise<readonly QuorumReport[]> {
+    let reports = this.#reports.get(key);
+    if (reports === undefined) {
+      reports = new Map();
+      this.#reports.set(key, reports);
+    }
+    reports.set(report.instanceId, { ...report });
+    for (const [id, r] of reports) if (r.expiresAt <= now) reports.delete(id);
+    return [...reports.values()];
+  }
+
+  async subscribe(
+    key: string,
+    listener: (record: SharedCircuitRecord) => void,
+  ): Promise<() => Promise<void>> {
+    let listeners = this.#listeners.get(key);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#listeners.set(key, listeners);
+    }
+    // Wrapped so the same function subscribed twice is two subscriptions.
+    const entry = (record: SharedCircuitRecord) => listener(record);
+    listeners.add(entry);
+    return async () => {
+      listeners.delete(entry);
+    };
+  }
+}
+
+export function memoryCircuitStateStore(): MemoryCircuitStateStore {
+  return new MemoryCircuitStateStore();
+}
