@@ -40,6 +40,7 @@ class MemoryRateLimiter<S> implements LocalRateLimiter {
   readonly algorithm: string;
   readonly limit: number;
   readonly windowMs: number | undefined;
+  readonly leased: boolean;
   readonly #algorithm: Algorithm<S>;
   readonly #clock: Clock;
   readonly #observer: LimiterObserver;
@@ -53,6 +54,7 @@ class MemoryRateLimiter<S> implements LocalRateLimiter {
     this.algorithm = algorithm.kind;
     this.limit = algorithm.limit;
     this.windowMs = algorithm.windowMs;
+    this.leased = algorithm.leased;
     this.name = options.name;
     this.#clock = options.clock;
     this.#observer = new LimiterObserver(options.name, options.clock, options.softLimit);

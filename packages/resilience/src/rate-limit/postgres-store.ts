@@ -200,6 +200,7 @@ class PostgresRateLimiter implements RateLimiter {
   readonly algorithm: string;
   readonly limit: number;
   readonly windowMs: number | undefined;
+  readonly leased: boolean;
   readonly #owner: PostgresStore;
   readonly #algorithm: Algorithm<unknown>;
   readonly #program: PostgresProgram;
@@ -217,6 +218,7 @@ class PostgresRateLimiter implements RateLimiter {
     this.algorithm = algorithm.kind;
     this.limit = algorithm.limit;
     this.windowMs = algorithm.windowMs;
+    this.leased = algorithm.leased;
     this.name = options.name;
     this.#observer = new LimiterObserver(options.name, options.clock, options.softLimit);
     this.#keyPrefix = `${options.name}:`;

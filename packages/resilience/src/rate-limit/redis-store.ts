@@ -96,6 +96,7 @@ class RedisRateLimiter implements RateLimiter {
   readonly algorithm: string;
   readonly limit: number;
   readonly windowMs: number | undefined;
+  readonly leased: boolean;
   readonly #owner: RedisStore;
   readonly #algorithm: Algorithm<unknown>;
   readonly #observer: LimiterObserver;
@@ -110,6 +111,7 @@ class RedisRateLimiter implements RateLimiter {
     this.algorithm = algorithm.kind;
     this.limit = algorithm.limit;
     this.windowMs = algorithm.windowMs;
+    this.leased = algorithm.leased;
     this.name = options.name;
     this.#observer = new LimiterObserver(options.name, options.clock, options.softLimit);
     this.#keyPrefix = `${owner.prefix}${options.name}:`;

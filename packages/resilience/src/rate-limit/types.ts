@@ -37,6 +37,8 @@ export interface RateLimiter {
   readonly windowMs: number | undefined;
   /** Where the counters live: 'memory', 'redis' or 'postgres'. */
   readonly store: string;
+  /** Permits are held until released (a concurrency limiter), rather than given back as time passes. */
+  readonly leased: boolean;
   readonly events: EventEmitter<RateLimiterEvent>;
   /** Requests `cost` permits (integer >= 0, default 1; 0 only reads the state) for `key`. */
   acquire(key: string, cost?: number): Promise<RateLimitResult>;
