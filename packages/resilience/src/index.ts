@@ -30,4 +30,9 @@ export * from './circuit-breaker/memory-state-store.js';
 export * from './circuit-breaker/postgres-state-store.js';
 export * from './circuit-breaker/redis-state-store.js';
 export * from './circuit-breaker/state-store.js';
-export type { OpenTelemetryOptions, StratusInstrumentation, TracedOptions, TracedPolicy } from './telemetry/opentelemetry.js';
+export type {
+  OpenTelemetryOptions,
+  StratusInstrumentation,
+  TracedOptions,
+  TracedPolicy,
+} from './telemetry/opentelemetry.js';
