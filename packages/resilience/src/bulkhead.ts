@@ -4,14 +4,16 @@ import {
   assertObject,
   assertOptionalDuration,
   type Clock,
+  cancelReasonOf,
   EventEmitter,
   InvalidOptionsError,
+  isCancelled,
   OperationCancelledError,
   type StratusEvent,
   systemClock,
   type TimerHandle,
 } from '@stratus/core';
-import { contextFor } from './context.js';
+import { contextFor, contextOf } from './context.js';
 import { BulkheadRejectedError } from './errors.js';
 import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
 
@@ -161,7 +163,7 @@ class Bulkhead implements BulkheadPolicy {
         return Promise.reject(error);
       }
     }
-    return compartment.execute(operation, options?.signal);
+    return compartment.execute(operation, options);
   }
 
   partition(key: string): BulkheadPartition {
@@ -302,12 +304,13 @@ class Compartment {
     };
   }
 
-  execute<T>(operation: Operation<T>, signal: AbortSignal | undefined): Promise<T> {
-    if (signal?.aborted) return Promise.reject(new OperationCancelledError(signal.reason));
+  /** `source` is the caller's options or an outer policy's context, whose lazy signal is only read to queue. */
+  execute<T>(operation: Operation<T>, source: ExecuteOptions | undefined): Promise<T> {
+    if (isCancelled(source)) return Promise.reject(new OperationCancelledError(cancelReasonOf(source)));
     if (this.active < this.maxConcurrent && this.#head === undefined) {
-      return this.#run(operation, contextFor(signal));
+      return this.#run(operation, contextOf(source));
     }
-    if (this.queued < this.maxQueued) return this.#enqueue(operation, signal);
+    if (this.queued < this.maxQueued) return this.#enqueue(operation, source?.signal);
     this.#emitRejected('full');
     return Promise.reject(new BulkheadRejectedError('full', this.maxConcurrent, this.maxQueued, this.key));
   }

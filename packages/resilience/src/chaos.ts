@@ -10,7 +10,7 @@ import {
   sleep,
   systemClock,
 } from '@stratus/core';
-import { contextFor, runOperation } from './context.js';
+import { contextOf, runOperation } from './context.js';
 import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
 
 /** Options every chaos policy takes. */
@@ -77,11 +77,11 @@ export function chaosLatency(options: ChaosLatencyOptions): ChaosPolicy {
   assertObject('options', options);
   const { latencyMs } = options;
   if (typeof latencyMs !== 'function') assertDuration('latencyMs', latencyMs);
-  return new Chaos('latency', options, (operation, context, signal, policy) => {
+  return new Chaos('latency', options, (operation, context, policy) => {
     const ms = typeof latencyMs === 'function' ? latencyMs(context) : latencyMs;
     assertDuration('latencyMs', ms);
     policy.emitInjected(ms);
-    return sleep(policy.clock, ms, signal).then(() => runOperation(operation, context));
+    return sleep(policy.clock, ms, context.signal).then(() => runOperation(operation, context));
   });
 }
 
@@ -96,12 +96,7 @@ export function chaosOutcome<R>(options: ChaosOutcomeOptions<R>): ChaosPolicy {
 }
 
 /** Returns the chaos for one call; latency emits its own event because it knows the delay. */
-type Inject = (
-  operation: Operation<unknown>,
-  context: ExecuteContext,
-  signal: AbortSignal | undefined,
-  policy: Chaos,
-) => Promise<unknown>;
+type Inject = (operation: Operation<unknown>, context: ExecuteContext, policy: Chaos) => Promise<unknown>;
 
 class Chaos implements ChaosPolicy {
   readonly name: string;
@@ -130,8 +125,8 @@ class Chaos implements ChaosPolicy {
   }
 
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    const signal = options?.signal;
-    const context = contextFor(signal);
+    // An outer policy's context is used as it is, so its lazy signal is only made if latency is injected.
+    const context = contextOf(options);
     const enabled = this.#enabled;
     // Disabled or not drawn: one branch, then the operation as if the policy were not there.
     if (
@@ -144,7 +139,7 @@ class Chaos implements ChaosPolicy {
     }
     if (this.kind !== 'latency') this.emitInjected(undefined);
     try {
-      return this.#inject(operation as Operation<unknown>, context, signal, this) as Promise<T>;
+      return this.#inject(operation as Operation<unknown>, context, this) as Promise<T>;
     } catch (error) {
       return Promise.reject(error);
     }

@@ -6,8 +6,10 @@ import {
   assertOneOf,
   type Backoff,
   type Clock,
+  cancelReasonOf,
   EventEmitter,
   InvalidOptionsError,
+  isCancelled,
   OperationCancelledError,
   type StratusEvent,
   systemClock,
@@ -27,7 +29,7 @@ import {
   type TripRule,
   type TripRuleState,
 } from './circuit-breaker/trip-rule.js';
-import { contextFor } from './context.js';
+import { contextOf } from './context.js';
 import { BrokenCircuitError, IsolatedCircuitError } from './errors.js';
 import type { ExecuteOptions, FailureClassifier, Operation, Policy } from './policy.js';
 import { httpStatusOf, retryAfterMs } from './transient.js';
@@ -286,9 +288,7 @@ class CircuitBreaker implements CircuitBreakerPolicy {
   }
 
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    return this.#state === CLOSED
-      ? this.#run(operation, options?.signal)
-      : this.#guarded(operation, options?.signal);
+    return this.#state === CLOSED ? this.#run(operation, options) : this.#guarded(operation, options);
   }
 
   isolate(): () => void {
@@ -346,15 +346,15 @@ class CircuitBreaker implements CircuitBreakerPolicy {
   }
 
   /** Runs `operation` in the current state: closed, or as an admitted half-open trial. */
-  async #run<T>(operation: Operation<T>, signal: AbortSignal | undefined): Promise<T> {
-    if (signal?.aborted) throw new OperationCancelledError(signal.reason);
+  async #run<T>(operation: Operation<T>, source: ExecuteOptions | undefined): Promise<T> {
+    if (isCancelled(source)) throw new OperationCancelledError(cancelReasonOf(source));
     const generation = this.#generation;
     const start = this.#needsDuration ? this.#clock.monotonic() : 0;
     let value: T;
     try {
-      value = await operation(contextFor(signal));
+      value = await operation(contextOf(source));
     } catch (error) {
-      this.#settle(this.#failureKind(error, signal), error, generation, start);
+      this.#settle(this.#failureKind(error, source), error, generation, start);
       throw error;
     }
     if (this.#isFailureResult?.(value)) this.#settleFailure(value, generation, start);
@@ -363,18 +363,18 @@ class CircuitBreaker implements CircuitBreakerPolicy {
   }
 
   /** Every state but closed: reject, or admit a trial call. */
-  async #guarded<T>(operation: Operation<T>, signal: AbortSignal | undefined): Promise<T> {
-    if (signal?.aborted) throw new OperationCancelledError(signal.reason);
+  async #guarded<T>(operation: Operation<T>, source: ExecuteOptions | undefined): Promise<T> {
+    if (isCancelled(source)) throw new OperationCancelledError(cancelReasonOf(source));
     this.#refresh();
     const state = this.#state;
-    if (state === CLOSED) return this.#run(operation, signal);
+    if (state === CLOSED) return this.#run(operation, source);
     if (state === HALF_OPEN && this.#trialsInFlight < this.#maxTrials) {
       // Taken synchronously, before any await: concurrent callers can never exceed the trial slots.
       this.#trialsInFlight++;
       const sync = this.#sync;
       return sync?.acquireTrial && sync.available
-        ? this.#sharedTrial(operation, signal, sync)
-        : this.#run(operation, signal);
+        ? this.#sharedTrial(operation, source, sync)
+        : this.#run(operation, source);
     }
     throw this.#rejection(state);
   }
@@ -382,25 +382,25 @@ class CircuitBreaker implements CircuitBreakerPolicy {
   /** A half-open trial whose slot is leased from the shared store, so trials are bounded cluster-wide. */
   async #sharedTrial<T>(
     operation: Operation<T>,
-    signal: AbortSignal | undefined,
+    source: ExecuteOptions | undefined,
     sync: CircuitSync,
   ): Promise<T> {
     const generation = this.#generation;
     const admission = await (sync.acquireTrial as NonNullable<CircuitSync['acquireTrial']>)();
     const unchanged = generation === this.#generation;
-    if (admission.kind === 'unavailable' && unchanged) return this.#run(operation, signal);
+    if (admission.kind === 'unavailable' && unchanged) return this.#run(operation, source);
     if (admission.kind !== 'granted') {
       if (unchanged) this.#trialsInFlight--;
       // The store's answer has been adopted: closed runs the call, anything else refuses it.
-      if (this.#state === CLOSED) return this.#run(operation, signal);
+      if (this.#state === CLOSED) return this.#run(operation, source);
       throw this.#rejection(this.#state);
     }
     const start = this.#needsDuration ? this.#clock.monotonic() : 0;
     let value: T;
     try {
-      value = await operation(contextFor(signal));
+      value = await operation(contextOf(source));
     } catch (error) {
-      const failing = this.#failureKind(error, signal);
+      const failing = this.#failureKind(error, source);
       await this.#completeTrial(sync, admission.lease, failing, error, generation, start);
       throw error;
     }
@@ -437,8 +437,8 @@ class CircuitBreaker implements CircuitBreakerPolicy {
   }
 
   /** What an error means for the circuit: a cancellation by the caller never counts. */
-  #failureKind(error: unknown, signal: AbortSignal | undefined): OutcomeKind {
-    if (error instanceof OperationCancelledError || (signal?.aborted && error === signal.reason))
+  #failureKind(error: unknown, source: ExecuteOptions | undefined): OutcomeKind {
+    if (error instanceof OperationCancelledError || (isCancelled(source) && error === cancelReasonOf(source)))
       return CANCELLED;
     return this.#isFailureError === undefined || this.#isFailureError(error) ? FAILED : SUCCEEDED;
   }

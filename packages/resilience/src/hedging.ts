@@ -10,6 +10,7 @@ import {
   DeadlineScheduler,
   EventEmitter,
   InvalidOptionsError,
+  neverAbortedSignal,
   OperationCancelledError,
   type StratusEvent,
   systemClock,
@@ -211,7 +212,8 @@ class HedgedCall<T> implements Deadline, AttemptOwner {
     });
     this.#startedAt = policy.clock.monotonic();
     this.#delayMs = policy.hedgeDelayMs;
-    signal?.addEventListener('abort', this, { once: true });
+    // The shared signal of calls made without one never aborts; listening to it would only pile up listeners.
+    if (signal !== neverAbortedSignal) signal?.addEventListener('abort', this, { once: true });
     this.#launch(this.#startedAt);
     this.#arm(this.#startedAt);
   }

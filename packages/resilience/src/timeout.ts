@@ -9,6 +9,7 @@ import {
   EventEmitter,
   isCancelled,
   LazySignalSource,
+  neverAbortedSignal,
   OperationCancelledError,
   remainingMs,
   type SignalSource,
@@ -178,7 +179,8 @@ class TimeoutCall extends LazySignalSource implements ExecuteContext, Deadline {
   }
 
   listen(callerSignal: AbortSignal): void {
-    if (this.#listening !== undefined) return;
+    // The shared signal of calls made without one never aborts: listening to it would only pile up listeners.
+    if (this.#listening !== undefined || callerSignal === neverAbortedSignal) return;
     this.#listening = callerSignal;
     callerSignal.addEventListener('abort', this);
   }
