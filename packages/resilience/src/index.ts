@@ -36,3 +36,4 @@ export type {
   TracedOptions,
   TracedPolicy,
 } from './telemetry/opentelemetry.js';
+export * from './rate-limit/index.js';

@@ -1,0 +1,14 @@
+export type { RateLimitStore } from './algorithm.js';
+export * from './concurrency.js';
+export * from './fixed-window.js';
+export * from './gcra.js';
+export * from './http.js';
+export type { StoreOption } from './limiter.js';
+export * from './memory-store.js';
+export * from './policy.js';
+export * from './postgres-store.js';
+export * from './redis-store.js';
+export * from './sliding-window-counter.js';
+export * from './sliding-window-log.js';
+export * from './token-bucket.js';
+export * from './types.js';
