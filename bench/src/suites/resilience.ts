@@ -2,7 +2,17 @@
  * Suite "resilience" (anchors §13 R1, R2, L1): the overhead of each policy wrapped around `async () => 42`,
  * Stratus side by side with cockatiel, opossum, p-limit and rate-limiter-flexible in one process.
  */
-import { bulkhead, circuitBreaker, fallback, pipeline, retry, timeout } from '@stratus/resilience';
+import {
+  bulkhead,
+  circuitBreaker,
+  fallback,
+  fixedWindow,
+  pipeline,
+  rateLimit,
+  redisStore,
+  retry,
+  timeout,
+} from '@stratus/resilience';
 import {
   ConsecutiveBreaker,
   bulkhead as cockatielBulkhead,
@@ -186,14 +196,32 @@ function bulkheadThroughputCases(): BenchCase[] {
   ];
 }
 
+/**
+ * Fixed window on both sides: rate-limiter-flexible's algorithm is a fixed window too. Its only API is the
+ * async `consume`, so it is the peer of each Stratus entry point: async `acquire`, synchronous `tryAcquire`
+ * and the policy (there: consume, then call).
+ */
 function memoryRateLimitCases(): BenchCase[] {
   const rlf = new RateLimiterMemory({ points: NEVER_REFUSING_POINTS, duration: 1 });
+  const limiter = fixedWindow({ limit: NEVER_REFUSING_POINTS, windowMs: 1000 });
+  const policy = rateLimit({ limiter, key: HOT_KEY });
+  const consume = () => rlf.consume(HOT_KEY);
   return [
+    { case: 'rate-limit-memory', impl: 'stratus', kind: 'async', op: () => limiter.acquire(HOT_KEY) },
+    { case: 'rate-limit-memory', impl: 'rate-limiter-flexible', kind: 'async', op: consume },
     {
-      case: 'rate-limit-memory',
+      case: 'rate-limit-memory-tryacquire',
+      impl: 'stratus',
+      kind: 'sync',
+      op: () => limiter.tryAcquire(HOT_KEY),
+    },
+    { case: 'rate-limit-memory-tryacquire', impl: 'rate-limiter-flexible', kind: 'async', op: consume },
+    { case: 'rate-limit-memory-policy', impl: 'stratus', kind: 'async', op: () => policy.execute(payload) },
+    {
+      case: 'rate-limit-memory-policy',
       impl: 'rate-limiter-flexible',
       kind: 'async',
-      op: () => rlf.consume(HOT_KEY),
+      op: () => rlf.consume(HOT_KEY).then(payload),
     },
   ];
 }
@@ -202,16 +230,28 @@ async function redisRateLimitCases(
   redis: Extract<Awaited<ReturnType<typeof acquireRedis>>, { skip: false }>,
 ): Promise<BenchCase[]> {
   const prefix = `stratus-bench:${process.pid}`;
-  const rlfClient = await redis.connect();
   const rlf = new RateLimiterRedis({
-    storeClient: rlfClient,
+    storeClient: await redis.connect(),
     points: NEVER_REFUSING_POINTS,
     duration: 60,
     keyPrefix: `${prefix}:rlf`,
   });
+  const limiter = fixedWindow({
+    limit: NEVER_REFUSING_POINTS,
+    windowMs: 60_000,
+    store: redisStore({ client: await redis.connect(), prefix: `${prefix}:stratus:` }),
+  });
+  const name = `rate-limit-redis-c${REDIS_CALLERS}`;
   return [
     {
-      case: `rate-limit-redis-c${REDIS_CALLERS}`,
+      case: name,
+      impl: 'stratus',
+      kind: 'async',
+      concurrency: REDIS_CALLERS,
+      op: () => limiter.acquire(HOT_KEY),
+    },
+    {
+      case: name,
       impl: 'rate-limiter-flexible',
       kind: 'async',
       concurrency: REDIS_CALLERS,
@@ -251,7 +291,7 @@ export const resilienceSuite: Suite = {
         timeout: '1000 ms; composite: outer 5000 ms, inner 1000 ms, cooperative',
         fallback: 'fallback value 0',
         bulkheadThroughput: `${BURST_JOBS} jobs submitted at once, limit ${BURST_LIMIT}, unbounded queue`,
-        rateLimit: `one hot key, ${NEVER_REFUSING_POINTS} points per window (never refuses)`,
+        rateLimit: `fixed window, one hot key, ${NEVER_REFUSING_POINTS} permits per window (never refuses)`,
         redis: redisSettings,
       },
       async close() {
