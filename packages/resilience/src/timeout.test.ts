@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { getEventListeners } from 'node:events';
 import { describe, it } from 'node:test';
 import {
@@ -326,4 +327,28 @@ describe('timeout: nested deadlines take the earliest', () => {
       globalThis.AbortController = Original;
     }
   });
+});
+
+describe('timeout: events and async context', () => {
+  for (const strategy of ['cooperative', 'aggressive'] as const) {
+    it(`${strategy}: each timeout event is reported in the async context of its own call`, async () => {
+      const clock = new VirtualClock();
+      const policy = timeout({ timeoutMs: 100, strategy, clock });
+      const callContext = new AsyncLocalStorage<string>();
+      const seen: (string | undefined)[] = [];
+      policy.events.on(() => seen.push(callContext.getStore()));
+      // Both deadlines share one timer, armed by the first call: its context must not leak into the second's event.
+      const stall = (ctx: ExecuteContext) =>
+        new Promise<never>((_, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
+        );
+      const calls = ['a', 'b'].map((name) =>
+        callContext.run(name, () => policy.execute(stall).catch((error: unknown) => error)),
+      );
+      await clock.advance(100);
+      const errors = await Promise.all(calls);
+      assert.ok(errors.every((error) => error instanceof TimeoutError));
+      assert.deepEqual(seen.sort(), ['a', 'b']);
+    });
+  }
 });

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   assertDuration,
   assertObject,
@@ -90,6 +91,7 @@ class Timeout implements TimeoutPolicy {
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
     if (isCancelled(options)) return Promise.reject(new OperationCancelledError(cancelReasonOf(options)));
     const call = new TimeoutCall(this, options, this.clock.monotonic() + this.timeoutMs);
+    if (this.events.active) call.runInContext = AsyncLocalStorage.snapshot();
     this.scheduler.add(call, call.at);
     if (this.strategy === 'cooperative') return cooperative(call, operation);
     return new Promise<T>((resolve, reject) => {
@@ -136,6 +138,8 @@ class TimeoutCall extends LazySignalSource implements ExecuteContext, Deadline {
   #timedOut: TimeoutError | undefined = undefined;
   /** The caller's signal while this call listens to it. */
   #listening: AbortSignal | undefined = undefined;
+  /** The caller's async context, captured only when someone listens to events (it costs a closure). */
+  runInContext: (<R>(fn: () => R) => R) | undefined = undefined;
 
   constructor(
     readonly policy: Timeout,
@@ -197,14 +201,20 @@ class TimeoutCall extends LazySignalSource implements ExecuteContext, Deadline {
     const error = new TimeoutError(policy.timeoutMs);
     this.#timedOut = error;
     if (policy.events.active) {
-      policy.events.emit({
-        component: 'timeout',
-        name: policy.name,
-        type: 'timeout',
-        at: policy.clock.now(),
-        timeoutMs: policy.timeoutMs,
-        strategy: policy.strategy,
-      });
+      // The shared timer fires in the async context of whichever call armed it; report in this call's own
+      // context so the event lands on this call's span and log context.
+      const emit = () =>
+        policy.events.emit({
+          component: 'timeout',
+          name: policy.name,
+          type: 'timeout',
+          at: policy.clock.now(),
+          timeoutMs: policy.timeoutMs,
+          strategy: policy.strategy,
+        });
+      const inContext = this.runInContext;
+      if (inContext === undefined) emit();
+      else inContext(emit);
     }
     this.#controller?.abort(error);
     this.settleOnce(false, error);
