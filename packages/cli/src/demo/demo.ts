@@ -6,9 +6,11 @@ import {
   type Policy,
   pipeline,
   RateLimitedError,
+  rateLimit,
   retry,
   TimeoutError,
   timeout,
+  tokenBucket,
 } from '@stratus/resilience';
 import { httpError, reply, startFaultyUpstream, type UpstreamScript } from '@stratus/testkit';
 import { type Frame, renderFrame, renderLine } from './live-view.js';
@@ -111,6 +113,22 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     maxRetryAfterMs: 1_500,
   });
   const policies: Policy[] = [retries, breaker, timeout({ timeoutMs: 250, strategy: 'cooperative' })];
+  // Client-side throttling in front of everything: a token bucket (bursts of a quarter second) whose soft
+  // limit at 80 % is where an application would switch off non-essential calls.
+  let softLimited = false;
+  if (options.limitRps > 0) {
+    const limiter = tokenBucket({
+      name: 'client',
+      capacity: Math.max(1, Math.round(options.limitRps / 4)),
+      refillRate: options.limitRps,
+      softLimit: {
+        threshold: 0.8,
+        clearBelow: 0.5,
+        onChange: (event) => (softLimited = event.type === 'soft-limit'),
+      },
+    });
+    policies.unshift(rateLimit({ name: 'client', limiter }));
+  }
   const client = pipeline(...policies);
 
   const started = performance.now();
@@ -163,6 +181,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       durationS: options.durationS,
       phase: phases[phaseIndex]!.name,
       breaker: breaker.state as CircuitState,
+      softLimited,
       report: stats.roll(now),
       totals: stats.totals,
       totalRetries: stats.totalRetries,

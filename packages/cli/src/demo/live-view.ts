@@ -6,6 +6,8 @@ export interface Frame {
   readonly durationS: number;
   readonly phase: string;
   readonly breaker: CircuitState;
+  /** The client's rate limiter is past its soft limit (non-essential work would be shed). */
+  readonly softLimited: boolean;
   readonly report: WindowReport;
   readonly totals: Readonly<Record<string, number>>;
   readonly totalRetries: number;
@@ -50,7 +52,7 @@ export function renderFrame(frame: Frame, useColour: boolean): string[] {
   return [
     `${paint('Stratus resilience demo', 'bold', useColour)}  ${bar(frame.elapsedS / frame.durationS, 30)} ${frame.elapsedS.toFixed(0)}/${frame.durationS}s`,
     `upstream phase: ${paint(frame.phase, 'bold', useColour)}   upstream requests: ${frame.upstreamRequests}`,
-    `circuit breaker: ${breaker}`,
+    `circuit breaker: ${breaker}   client rate limit: ${frame.softLimited ? paint('near the limit (soft limit on)', 'yellow', useColour) : 'ok'}`,
     `last second: ${report.callsPerSecond.toFixed(0).padStart(4)} calls/s  ok ${c.ok}  failed ${c.failed}  timeouts ${c.timeout}  fast-failed ${c['broken-circuit']}  throttled ${c.throttled}  retries ${report.retries}`,
     `latency of successful calls: p50 ${ms(report.p50Ms)} ms   p99 ${ms(report.p99Ms)} ms`,
     `totals: ok ${frame.totals.ok}  failed ${frame.totals.failed}  timeouts ${frame.totals.timeout}  fast-failed ${frame.totals['broken-circuit']}  throttled ${frame.totals.throttled}  retries ${frame.totalRetries}`,
@@ -66,6 +68,7 @@ export function renderLine(frame: Frame): string {
     `t=${frame.elapsedS.toFixed(0).padStart(3)}s`,
     `phase=${frame.phase}`,
     `breaker=${frame.breaker}`,
+    `soft-limit=${frame.softLimited ? 'on' : 'off'}`,
     `calls/s=${frame.report.callsPerSecond.toFixed(0)}`,
     `ok=${c.ok} failed=${c.failed} timeouts=${c.timeout} fast-failed=${c['broken-circuit']} throttled=${c.throttled}`,
     `retries=${frame.report.retries}`,
