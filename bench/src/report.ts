@@ -1,6 +1,6 @@
 /** The results file and the printed table. */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, freemem, release as osRelease, type as osType, totalmem } from 'node:os';
+import { cpus, freemem, loadavg, release as osRelease, type as osType, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import type { CaseResult } from './harness.js';
 import { ratio } from './stats.js';
@@ -36,6 +36,8 @@ export function describeMachine(settings: Record<string, unknown>): Record<strin
     node: process.version,
     v8: process.versions.v8,
     os: `${osType()} ${osRelease()} ${process.arch}`,
+    // Over the run's last 1, 5 and 15 minutes: other work on a 2-core box moves every number.
+    loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
     date: new Date().toISOString(),
     settings,
   };
