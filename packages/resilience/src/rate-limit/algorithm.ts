@@ -34,13 +34,16 @@ export interface Algorithm<S> {
 }
 
 /**
- * The Lua body of an algorithm. The store prepends a prologue defining `key` (KEYS[1]), `now` (ARGV[1], or
- * the server's TIME in ms when empty), `cost` (ARGV[2]), `lease` (ARGV[3]), `fmt(x)` (a number as an exact
- * string) and `ttl(ms)` (a PEXPIRE argument). Parameters are ARGV[4], ARGV[5], ... The script returns
- * {ok, fmt(now), ...values}.
+ * The Lua body of an algorithm. The store prepends locals: `key` (KEYS[1]), `cost`, `now` (epoch ms, from
+ * the caller or the server's TIME), `lease` (leased algorithms) and the parameters as constants named by
+ * `params`, so a call sends only the key and the cost (the store's Redis CPU, not the network, is what a
+ * busy limiter runs out of). Small states are packed doubles in a string (one GET, one SET with PX): exact,
+ * and cheaper than numbers formatted as text. The script returns `struct.pack('<dd...', ok, now, ...)`.
  */
 export interface RedisProgram {
   readonly name: string;
+  /** Lua names of Algorithm.params, in order. */
+  readonly params: readonly string[];
   readonly lua: string;
   /** Leased algorithms: the Lua body releasing the lease `lease` of `cost` permits from `key`. */
   readonly releaseLua?: string;

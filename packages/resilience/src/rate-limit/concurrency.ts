@@ -42,15 +42,13 @@ interface ConcurrencyState {
 
 // One sorted-set member per permit, "<lease id>:<n>", scored by its expiry.
 const lua = `
-local max = tonumber(ARGV[4])
-local lease_ms = tonumber(ARGV[5])
-redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now))
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
 local in_flight = redis.call('ZCARD', key)
 local ok = 0
 if in_flight + cost <= max then
   ok = 1
   if cost > 0 then
-    local expires = fmt(now + lease_ms)
+    local expires = now + lease_ms
     local args = {}
     for i = 1, cost do
       args[#args + 1] = expires
@@ -58,7 +56,7 @@ if in_flight + cost <= max then
     end
     redis.call('ZADD', key, unpack(args))
     in_flight = in_flight + cost
-    if redis.call('PTTL', key) < lease_ms then redis.call('PEXPIRE', key, ttl(lease_ms)) end
+    if redis.call('PTTL', key) < lease_ms then redis.call('PEXPIRE', key, math.ceil(lease_ms)) end
   end
 end
 local earliest = 0
@@ -67,7 +65,7 @@ if in_flight > 0 then
   earliest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
   latest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
 end
-return {ok, fmt(now), in_flight, fmt(earliest), fmt(latest)}
+return struct.pack('<ddddd', ok, now, in_flight, earliest, latest)
 `;
 
 const releaseLua = `
@@ -77,7 +75,7 @@ if #members > 0 then redis.call('ZREM', key, unpack(members)) end
 return 0
 `;
 
-const redis: RedisProgram = { name: 'concurrency', lua, releaseLua };
+const redis: RedisProgram = { name: 'concurrency', params: ['max', 'lease_ms'], lua, releaseLua };
 
 /** Leases as a jsonb object: { "<lease id>": [expiresAt, cost] }. */
 const sumOf = (leases: string) =>

@@ -29,14 +29,12 @@ interface WindowState {
 }
 
 const lua = `
-local limit = tonumber(ARGV[4])
-local window = tonumber(ARGV[5])
 local current = math.floor(now / window) * window
-local state = redis.call('HMGET', key, 'start', 'used')
-local start = tonumber(state[1])
-local used = tonumber(state[2]) or 0
+local start, used = current, 0
+local state = redis.call('GET', key)
+if state then start, used = struct.unpack('<dd', state) end
 -- A window older than the current one is over; a newer one (a clock behind) is kept, never reset.
-if start == nil or start < current then
+if start < current then
   start = current
   used = 0
 end
@@ -44,13 +42,12 @@ local ok = 0
 if used + cost <= limit then
   ok = 1
   used = used + cost
-  redis.call('HSET', key, 'start', fmt(start), 'used', fmt(used))
-  redis.call('PEXPIRE', key, ttl(start + window - now))
+  redis.call('SET', key, struct.pack('<dd', start, used), 'PX', math.max(1, math.ceil(start + window - now)))
 end
-return {ok, fmt(now), fmt(start), fmt(used)}
+return struct.pack('<dddd', ok, now, start, used)
 `;
 
-const redis: RedisProgram = { name: 'fixed-window', lua };
+const redis: RedisProgram = { name: 'fixed-window', params: ['limit', 'window'], lua };
 
 const postgres: PostgresProgram = {
   table: 'fixed_window',

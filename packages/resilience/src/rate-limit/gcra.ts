@@ -30,22 +30,20 @@ interface GcraState {
 }
 
 const lua = `
-local limit = tonumber(ARGV[4])
-local period = tonumber(ARGV[5])
-local burst = tonumber(ARGV[6])
-local tat = tonumber(redis.call('GET', key))
-if tat == nil or tat < now then tat = now end
+local tat = now
+local state = redis.call('GET', key)
+if state then tat = math.max(now, struct.unpack('<d', state)) end
 local candidate = tat + cost * period / limit
 local ok = 0
 if candidate - now <= burst * period / limit + ${TIME_EPSILON_MS} then
   ok = 1
   tat = candidate
-  redis.call('SET', key, fmt(tat), 'PX', ttl(tat - now))
+  redis.call('SET', key, struct.pack('<d', tat), 'PX', math.max(1, math.ceil(tat - now)))
 end
-return {ok, fmt(now), fmt(tat)}
+return struct.pack('<ddd', ok, now, tat)
 `;
 
-const redis: RedisProgram = { name: 'gcra', lua };
+const redis: RedisProgram = { name: 'gcra', params: ['limit', 'period', 'burst'], lua };
 
 const postgres: PostgresProgram = {
   table: 'gcra',

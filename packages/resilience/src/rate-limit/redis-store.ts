@@ -54,19 +54,24 @@ export class RedisStore implements RateLimitStore {
     return new RedisRateLimiter(this, algorithm, options);
   }
 
-  /** The argument that tells a script what time it is: empty means "ask the server". */
-  now(): number | string {
-    return this.#clock === undefined ? '' : this.#clock.now();
+  /** The caller's time when the store runs on a Clock; undefined when the server's clock is used. */
+  get clock(): Clock | undefined {
+    return this.#clock;
   }
 
-  /** The function calling `lua` (with the shared prologue) as a custom command of the client. */
-  command(label: string, lua: string): ScriptCommand {
-    const source = prologue + lua;
-    const name = `stratusRateLimit_${label.replace(/\W/g, '_')}_${createHash('sha1').update(source).digest('hex').slice(0, 12)}`;
+  /**
+   * The function running `body` behind `prologue` as a custom command of the client (defined once per
+   * client and script), in its Buffer flavour: replies are packed doubles, wanted as bytes, not as text.
+   */
+  command(label: string, prologue: string, body: string): ScriptCommand {
+    const source = prologue + body;
+    const digest = createHash('sha1').update(source).digest('hex').slice(0, 16);
+    const name = `stratusRateLimit_${label.replace(/\W/g, '_')}_${digest}`;
     const commands = this.client as unknown as Record<string, ScriptCommand | undefined>;
-    if (typeof commands[name] !== 'function')
+    if (typeof commands[`${name}Buffer`] !== 'function') {
       this.client.defineCommand(name, { numberOfKeys: 1, lua: source });
-    return (commands[name] as ScriptCommand).bind(this.client);
+    }
+    return (commands[`${name}Buffer`] as ScriptCommand).bind(this.client);
   }
 }
 
@@ -74,21 +79,35 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
 }
 
-type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
+type ScriptCommand = (...args: (string | number)[]) => Promise<Buffer>;
 
-/** Defines what every algorithm script may use (see RedisProgram). */
-const prologue = `
-local key = KEYS[1]
-local now = tonumber(ARGV[1])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
-end
-local cost = tonumber(ARGV[2])
-local lease = ARGV[3]
-local function fmt(x) return string.format('%.17g', x) end
-local function ttl(ms) return math.max(1, math.ceil(ms)) end
-`;
+/** A number as a Lua literal that reads back as the same double. */
+function luaNumber(value: number): string {
+  if (!Number.isFinite(value)) throw new InvalidOptionsError('params', `cannot send ${value} to Redis`);
+  return String(value);
+}
+
+/**
+ * The locals every script starts with (see RedisProgram). Arguments: ARGV[1] the cost, then the caller's
+ * time when the store runs on a Clock, then the lease id for leased algorithms.
+ */
+function prologue(options: {
+  clientTime: boolean;
+  time: boolean;
+  lease: boolean;
+  params: Record<string, number>;
+}): string {
+  const lines = ['local key = KEYS[1]', 'local cost = tonumber(ARGV[1])'];
+  let argument = 2;
+  if (options.time) {
+    if (options.clientTime) lines.push(`local now = tonumber(ARGV[${argument++}])`);
+    else lines.push("local clock = redis.call('TIME')", 'local now = clock[1] * 1000 + clock[2] / 1000');
+  }
+  if (options.lease) lines.push(`local lease = ARGV[${argument++}]`);
+  for (const [name, value] of Object.entries(options.params))
+    lines.push(`local ${name} = ${luaNumber(value)}`);
+  return `${lines.join('\n')}\n`;
+}
 
 class RedisRateLimiter implements RateLimiter {
   readonly store = 'redis';
@@ -103,7 +122,6 @@ class RedisRateLimiter implements RateLimiter {
   readonly #keyPrefix: string;
   readonly #acquire: ScriptCommand;
   readonly #release: ScriptCommand | undefined;
-  readonly #params: readonly number[];
 
   constructor(owner: RedisStore, algorithm: Algorithm<unknown>, options: BindOptions) {
     this.#owner = owner;
@@ -115,13 +133,26 @@ class RedisRateLimiter implements RateLimiter {
     this.name = options.name;
     this.#observer = new LimiterObserver(options.name, options.clock, options.softLimit);
     this.#keyPrefix = `${owner.prefix}${options.name}:`;
-    this.#params = algorithm.params;
     const program: RedisProgram = algorithm.redis;
-    this.#acquire = owner.command(program.name, program.lua);
+    const params: Record<string, number> = {};
+    program.params.forEach((name, i) => {
+      params[name] = algorithm.params[i] as number;
+    });
+    const clientTime = owner.clock !== undefined;
+    const lease = algorithm.leased;
+    this.#acquire = owner.command(
+      program.name,
+      prologue({ clientTime, time: true, lease, params }),
+      program.lua,
+    );
     this.#release =
       program.releaseLua === undefined
         ? undefined
-        : owner.command(`${program.name}_release`, program.releaseLua);
+        : owner.command(
+            `${program.name}_release`,
+            prologue({ clientTime, time: false, lease: true, params: {} }),
+            program.releaseLua,
+          );
   }
 
   get events(): EventEmitter<RateLimiterEvent> {
@@ -131,16 +162,21 @@ class RedisRateLimiter implements RateLimiter {
   async acquire(key: string, cost = 1): Promise<RateLimitResult> {
     if (cost !== 1) assertCost(cost);
     const storeKey = this.#keyPrefix + key;
-    const leaseId = this.#algorithm.leased ? randomId() : '';
-    const reply = (await this.#acquire(
-      storeKey,
-      this.#owner.now(),
-      cost,
-      leaseId,
-      ...this.#params,
-    )) as unknown[];
-    const values: number[] = new Array(reply.length);
-    for (let i = 0; i < reply.length; i++) values[i] = Number(reply[i]);
+    const { clock } = this.#owner;
+    let leaseId = '';
+    let reply: Buffer;
+    if (this.leased) {
+      leaseId = randomId();
+      reply = await (clock === undefined
+        ? this.#acquire(storeKey, cost, leaseId)
+        : this.#acquire(storeKey, cost, clock.now(), leaseId));
+    } else {
+      reply = await (clock === undefined
+        ? this.#acquire(storeKey, cost)
+        : this.#acquire(storeKey, cost, clock.now()));
+    }
+    const values: number[] = new Array(reply.length >> 3);
+    for (let i = 0; i < values.length; i++) values[i] = reply.readDoubleLE(i << 3);
     const lease =
       this.#release === undefined ? undefined : new RedisLease(this.#release, storeKey, leaseId, cost);
     const result = this.#algorithm.decode(values, cost, lease);
@@ -165,7 +201,7 @@ class RedisLease implements Lease {
   ) {}
 
   release(): Promise<void> {
-    this.#released ??= this.script(this.storeKey, '', this.cost, this.id).then(() => undefined);
+    this.#released ??= this.script(this.storeKey, this.cost, this.id).then(() => undefined);
     return this.#released;
   }
 }

@@ -43,16 +43,11 @@ interface CounterState {
 }
 
 const lua = `
-local limit = tonumber(ARGV[4])
-local window = tonumber(ARGV[5])
 local now_start = math.floor(now / window) * window
-local state = redis.call('HMGET', key, 'start', 'previous', 'current')
-local start = tonumber(state[1])
-local previous = tonumber(state[2]) or 0
-local current = tonumber(state[3]) or 0
-if start == nil then
-  start = now_start
-elseif start < now_start then
+local start, previous, current = now_start, 0, 0
+local state = redis.call('GET', key)
+if state then start, previous, current = struct.unpack('<ddd', state) end
+if start < now_start then
   -- Roll over: the current window becomes the previous one, unless a whole window passed in between.
   if start == now_start - window then previous = current else previous = 0 end
   current = 0
@@ -64,13 +59,13 @@ local ok = 0
 if estimate + cost <= limit + ${EPSILON} then
   ok = 1
   current = current + cost
-  redis.call('HSET', key, 'start', fmt(start), 'previous', fmt(previous), 'current', fmt(current))
-  redis.call('PEXPIRE', key, ttl(start + 2 * window - now))
+  local idle_in = start + 2 * window - now
+  redis.call('SET', key, struct.pack('<ddd', start, previous, current), 'PX', math.max(1, math.ceil(idle_in)))
 end
-return {ok, fmt(now), fmt(start), fmt(previous), fmt(current)}
+return struct.pack('<ddddd', ok, now, start, previous, current)
 `;
 
-const redis: RedisProgram = { name: 'sliding-window-counter', lua };
+const redis: RedisProgram = { name: 'sliding-window-counter', params: ['limit', 'window'], lua };
 
 const postgres: PostgresProgram = {
   table: 'sliding_window_counter',

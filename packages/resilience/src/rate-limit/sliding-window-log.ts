@@ -67,15 +67,13 @@ class TimestampLog {
 // always 0..n-1 because trimming by score removes all members of a time at once; so members never collide,
 // even when processes with skewed clocks write the same time.
 const lua = `
-local limit = tonumber(ARGV[4])
-local window = tonumber(ARGV[5])
-redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now - window))
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
 local size = redis.call('ZCARD', key)
 local ok = 0
 if size + cost <= limit then
   ok = 1
   if cost > 0 then
-    local stamp = fmt(now)
+    local stamp = string.format('%.17g', now)
     local taken = redis.call('ZCOUNT', key, stamp, stamp)
     local args = {}
     for i = 0, cost - 1 do
@@ -92,17 +90,17 @@ if size + cost <= limit then
 end
 local newest = 0
 if size > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
-if ok == 1 and size > 0 then redis.call('PEXPIRE', key, ttl(newest + window - now)) end
+if ok == 1 and size > 0 then redis.call('PEXPIRE', key, math.max(1, math.ceil(newest + window - now))) end
 -- Refused: the permit that has to slide out before this request fits.
 local blocking = 0
 if ok == 0 and cost <= limit then
   local index = size + cost - limit - 1
   blocking = tonumber(redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2])
 end
-return {ok, fmt(now), size, fmt(newest), fmt(blocking)}
+return struct.pack('<ddddd', ok, now, size, newest, blocking)
 `;
 
-const redis: RedisProgram = { name: 'sliding-window-log', lua };
+const redis: RedisProgram = { name: 'sliding-window-log', params: ['limit', 'window'], lua };
 
 const postgres: PostgresProgram = {
   table: 'sliding_window_log',

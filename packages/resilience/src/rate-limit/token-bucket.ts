@@ -43,16 +43,9 @@ interface BucketState {
 }
 
 const lua = `
-local capacity = tonumber(ARGV[4])
-local rate = tonumber(ARGV[5])
-local interval = tonumber(ARGV[6])
-local state = redis.call('HMGET', key, 'tokens', 'at')
-local tokens = tonumber(state[1])
-local at = tonumber(state[2])
-if tokens == nil then
-  tokens = capacity
-  at = now
-end
+local tokens, at = capacity, now
+local state = redis.call('GET', key)
+if state then tokens, at = struct.unpack('<dd', state) end
 -- Refill for the time passed; a clock behind the last update adds nothing.
 if now > at then
   tokens = math.min(capacity, tokens + (now - at) * rate / interval)
@@ -62,13 +55,13 @@ local ok = 0
 if tokens + ${EPSILON} >= cost then
   ok = 1
   tokens = math.max(0, tokens - cost)
-  redis.call('HSET', key, 'tokens', fmt(tokens), 'at', fmt(at))
-  redis.call('PEXPIRE', key, ttl((capacity - tokens) * interval / rate))
+  local full_in = (capacity - tokens) * interval / rate
+  redis.call('SET', key, struct.pack('<dd', tokens, at), 'PX', math.max(1, math.ceil(full_in)))
 end
-return {ok, fmt(now), fmt(tokens)}
+return struct.pack('<ddd', ok, now, tokens)
 `;
 
-const redis: RedisProgram = { name: 'token-bucket', lua };
+const redis: RedisProgram = { name: 'token-bucket', params: ['capacity', 'rate', 'interval'], lua };
 
 const postgres: PostgresProgram = {
   table: 'token_bucket',
