@@ -285,8 +285,8 @@ export const resilienceSuite: Suite = {
       settings: {
         payload: 'async () => 42',
         concurrency: 'sequential awaits (1 caller) unless stated',
-        retry: 'maxAttempts 3 (happy path: never retries)',
-        circuitBreaker: 'consecutive failures, threshold 5, half-open after 10 s',
+        retry: '3 retries: Stratus maxAttempts 4, cockatiel maxAttempts 3 (the happy path never retries)',
+        circuitBreaker: '5 consecutive failures open it, half-open after 10 s',
         bulkhead: 'single call: limit 1000, no queue',
         timeout: '1000 ms; composite: outer 5000 ms, inner 1000 ms, cooperative',
         fallback: 'fallback value 0',
