@@ -6,6 +6,8 @@ import {
   type EventEmitter,
   InvalidOptionsError,
   randomId,
+  systemClock,
+  type TimerHandle,
 } from '@stratus/core';
 import type { Pool } from 'pg';
 import {
@@ -37,8 +39,9 @@ export interface PostgresStoreOptions {
    */
   time?: 'server' | Clock;
   /**
-   * How often rows idle long enough to be as good as new are deleted (the timer does not keep the process
-   * alive; `close()` stops it). 0 disables it, leaving `purgeExpired()` to you. Default 60 000.
+   * How often rows idle long enough to be as good as new are deleted (on the `time` clock when one is given;
+   * the timer does not keep the process alive; `close()` stops it). 0 disables it, leaving
+   * `purgeExpired()` to you. Default 60 000.
    */
   purgeIntervalMs?: number;
 }
@@ -58,7 +61,9 @@ export class PostgresStore implements RateLimitStore {
   readonly #clock: Clock | undefined;
   readonly #purgeIntervalMs: number;
   readonly #tables = new Map<string, Promise<void>>();
-  #purgeTimer: ReturnType<typeof setInterval> | undefined;
+  readonly #timers: Clock;
+  #purgeTimer: TimerHandle | undefined;
+  #closed = false;
 
   constructor(options: PostgresStoreOptions) {
     assertObject('options', options as unknown);
@@ -78,6 +83,7 @@ export class PostgresStore implements RateLimitStore {
     this.tablePrefix = tablePrefix;
     this.#clock = time === 'server' ? undefined : time;
     this.#purgeIntervalMs = purgeIntervalMs;
+    this.#timers = this.#clock ?? systemClock;
   }
 
   bind(algorithm: Algorithm<unknown>, options: BindOptions): RateLimiter {
@@ -101,7 +107,9 @@ export class PostgresStore implements RateLimitStore {
       ready = this.#createTable(table, program);
       this.#tables.set(table, ready);
       ready.then(
-        () => this.#startPurging(),
+        () => {
+          if (this.#purgeTimer === undefined) this.#schedulePurge();
+        },
         () => this.#tables.delete(table),
       );
     }
@@ -122,7 +130,8 @@ export class PostgresStore implements RateLimitStore {
 
   /** Stops the purge timer. The pool stays yours to end. */
   close(): void {
-    if (this.#purgeTimer !== undefined) clearInterval(this.#purgeTimer);
+    this.#closed = true;
+    if (this.#purgeTimer !== undefined) this.#timers.clearTimeout(this.#purgeTimer);
     this.#purgeTimer = undefined;
   }
 
@@ -139,15 +148,23 @@ export class PostgresStore implements RateLimitStore {
     }
   }
 
-  #startPurging(): void {
-    if (this.#purgeTimer !== undefined || this.#purgeIntervalMs === 0) return;
-    this.#purgeTimer = setInterval(() => {
-      this.purgeExpired().catch((error) => {
-        // Nothing waits on a background purge; the next round retries it.
-        process.emitWarning(`Stratus rate-limit purge failed: ${String(error)}`, 'StratusPurgeWarning');
-      });
-    }, this.#purgeIntervalMs);
-    this.#purgeTimer.unref();
+  /** The next background purge, counted from the end of the previous one so purges never overlap. */
+  #schedulePurge(): void {
+    if (this.#closed || this.#purgeIntervalMs === 0) return;
+    this.#purgeTimer = this.#timers.setTimeout(
+      () => {
+        this.purgeExpired().then(
+          () => this.#schedulePurge(),
+          (error: unknown) => {
+            // Nothing waits on a background purge; the next round retries it.
+            process.emitWarning(`Stratus rate-limit purge failed: ${String(error)}`, 'StratusPurgeWarning');
+            this.#schedulePurge();
+          },
+        );
+      },
+      this.#purgeIntervalMs,
+      { unref: true },
+    );
   }
 }
 

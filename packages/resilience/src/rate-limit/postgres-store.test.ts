@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { InvalidOptionsError } from '@stratus/core';
+import { flushMicrotasks, postgresForSuite, VirtualClock } from '@stratus/testkit';
+import pg from 'pg';
+import { fixedWindow } from './fixed-window.js';
+import { postgresStore } from './postgres-store.js';
+import { tokenBucket } from './token-bucket.js';
+
+describe('postgres store options', () => {
+  test('are validated', () => {
+    const pool = { query: async () => ({ rows: [] }) } as never;
+    assert.throws(() => postgresStore({ pool: {} as never }), InvalidOptionsError);
+    assert.throws(() => postgresStore({ pool, tablePrefix: 'limits; DROP TABLE users' }), /tablePrefix/);
+    assert.throws(() => postgresStore({ pool, tablePrefix: 'Mixed' }), /tablePrefix/);
+    assert.throws(() => postgresStore({ pool, purgeIntervalMs: -1 }), /purgeIntervalMs/);
+    assert.throws(() => postgresStore({ pool, time: 'local' as never }), /time/);
+  });
+});
+
+const suite = await postgresForSuite('rate-limit-postgres-store');
+
+describe('postgres store', { skip: suite.skip }, () => {
+  const pool = new pg.Pool({ connectionString: suite.url, max: 2 });
+  after(async () => {
+    await pool.end();
+    await suite.release();
+  });
+
+  test('creates its tables on first use, in a schema if asked', async () => {
+    await pool.query('CREATE SCHEMA limits');
+    const store = postgresStore({ pool, tablePrefix: 'limits.rl', purgeIntervalMs: 0 });
+    const limiter = tokenBucket({ store, name: 'api', capacity: 3, refillRate: 1 });
+    assert.equal((await limiter.acquire('k')).remaining, 2);
+    const { rows } = await pool.query("SELECT key FROM limits.rl_token_bucket WHERE key = 'api:k'");
+    assert.equal(rows.length, 1);
+  });
+
+  test('purgeExpired deletes only the rows that are as good as new', async () => {
+    const clock = new VirtualClock();
+    const store = postgresStore({ pool, tablePrefix: 'purge', time: clock, purgeIntervalMs: 0 });
+    const limiter = fixedWindow({ store, name: 'p', limit: 5, windowMs: 1000 });
+    await limiter.acquire('early');
+    await clock.advance(1000);
+    await limiter.acquire('late');
+    assert.equal(await store.purgeExpired(), 1);
+    const { rows } = await pool.query('SELECT key FROM purge_fixed_window ORDER BY key');
+    assert.deepEqual(rows, [{ key: 'p:late' }]);
+  });
+
+  test('a purge timer deletes idle rows in the background until close()', async () => {
+    const clock = new VirtualClock();
+    const store = postgresStore({ pool, tablePrefix: 'timed', time: clock, purgeIntervalMs: 5000 });
+    await fixedWindow({ store, name: 't', limit: 1, windowMs: 1000 }).acquire('k');
+    const rows = async () =>
+      (await pool.query('SELECT count(*)::int AS n FROM timed_fixed_window')).rows[0].n;
+    assert.equal(await rows(), 1);
+    await clock.advance(5000);
+    // Until the purge has run and scheduled the next one (bounded).
+    for (let i = 0; i < 200 && ((await rows()) > 0 || clock.pendingTimers === 0); i++)
+      await flushMicrotasks();
+    assert.equal(await rows(), 0);
+    assert.equal(clock.pendingTimers, 1, 'the next purge is scheduled');
+    store.close();
+    assert.equal(clock.pendingTimers, 0);
+  });
+});

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { InvalidOptionsError } from '@stratus/core';
+import { redisForSuite, VirtualClock } from '@stratus/testkit';
+import { Redis } from 'ioredis';
+import { fixedWindow } from './fixed-window.js';
+import { redisStore } from './redis-store.js';
+import { slidingWindowLog } from './sliding-window-log.js';
+
+describe('redis store options', () => {
+  test('are validated', () => {
+    assert.throws(() => redisStore({ client: {} as never }), InvalidOptionsError);
+    const client = new Redis({ lazyConnect: true });
+    assert.throws(() => redisStore({ client, prefix: 5 as never }), /prefix/);
+    assert.throws(() => redisStore({ client, time: 'local' as never }), /time/);
+    client.disconnect();
+  });
+});
+
+const suite = await redisForSuite('rate-limit-redis-store');
+
+describe('redis store', { skip: suite.skip }, () => {
+  const client = new Redis(suite.url ?? '', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  after(async () => {
+    await suite.release();
+    client.disconnect();
+  });
+
+  test('keys are <prefix><name>:<key> and expire once the state is as good as new', async () => {
+    const clock = new VirtualClock();
+    const store = redisStore({ client, prefix: `${suite.keyPrefix}a:`, time: clock });
+    const limiter = fixedWindow({ store, name: 'login', limit: 5, windowMs: 60_000 });
+    await clock.advance(15_000);
+    await limiter.acquire('alice');
+    const ttl = await client.pttl(`${suite.keyPrefix}a:login:alice`);
+    assert.ok(ttl > 44_000 && ttl <= 45_000, `ttl ${ttl}`);
+    const log = slidingWindowLog({ store, name: 'log', limit: 5, windowMs: 10_000 });
+    await log.acquire('bob');
+    const logTtl = await client.pttl(`${suite.keyPrefix}a:log:bob`);
+    assert.ok(logTtl > 9000 && logTtl <= 10_000, `ttl ${logTtl}`);
+  });
+
+  test('limiters with the same name share counters; different prefixes do not', async () => {
+    const clock = new VirtualClock();
+    const one = fixedWindow({
+      store: redisStore({ client, prefix: `${suite.keyPrefix}b:`, time: clock }),
+      name: 'api',
+      limit: 2,
+      windowMs: 60_000,
+    });
+    const two = fixedWindow({
+      store: redisStore({ client, prefix: `${suite.keyPrefix}b:`, time: clock }),
+      name: 'api',
+      limit: 2,
+      windowMs: 60_000,
+    });
+    const elsewhere = fixedWindow({
+      store: redisStore({ client, prefix: `${suite.keyPrefix}c:`, time: clock }),
+      name: 'api',
+      limit: 2,
+      windowMs: 60_000,
+    });
+    assert.equal((await one.acquire('k')).remaining, 1);
+    assert.equal((await two.acquire('k')).remaining, 0);
+    assert.equal((await one.acquire('k')).allowed, false);
+    assert.equal((await elsewhere.acquire('k')).remaining, 1);
+  });
+});
