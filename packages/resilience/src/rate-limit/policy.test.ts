@@ -288,6 +288,28 @@ for (const suite of suites) {
       assert.equal(ran, true);
     });
 
+    test('a waiter for a shared lease notices a release by another process within 100 ms', async () => {
+      const clock = new VirtualClock();
+      const options = { maxInFlight: 1, leaseMs: 60_000, ...suite.options(clock) };
+      const elsewhere = concurrencyLimit(options); // same store and name: another process's view
+      const held = await elsewhere.acquire('k');
+      const policy = rateLimit({ limiter: concurrencyLimit(options), clock, maxWaitMs: 5000 });
+      let startedAt: number | undefined;
+      const waiting = policy.execute(
+        async () => {
+          startedAt = clock.monotonic();
+        },
+        { key: 'k' },
+      );
+      await until(() => policy.queued === 1, 'the call is queued');
+      await held.lease?.release();
+      await clock.advance(99);
+      assert.equal(startedAt, undefined);
+      await clock.advance(1);
+      await waiting;
+      assert.equal(startedAt, 100);
+    });
+
     test('holds a concurrency lease in the store while the call runs', async () => {
       const clock = new VirtualClock();
       const limiter = concurrencyLimit({ maxInFlight: 1, leaseMs: 10_000, ...suite.options(clock) });

@@ -84,6 +84,12 @@ export function rateLimit(options: RateLimitPolicyOptions): RateLimitPolicy {
 
 const noOptions: RateLimitExecuteOptions = Object.freeze({});
 
+/**
+ * How often a waiter for a lease of a shared store asks again: other processes release leases without
+ * telling us, so waiting for the oldest lease to expire could mean waiting far longer than needed.
+ */
+const SHARED_LEASE_POLL_MS = 100;
+
 function keyFunction(key: RateLimitPolicyOptions['key']): (options: RateLimitExecuteOptions) => string {
   if (key === undefined) return (options) => options.key ?? 'default';
   if (typeof key === 'string') return () => key;
@@ -342,7 +348,11 @@ class KeyQueue {
   /** The head was just refused with `result`: sleep until it may succeed. */
   wait(result: RateLimitResult): void {
     this.retryAfterMs = result.retryAfterMs;
-    const delay = result.retryAfterMs;
+    const { limiter } = this.owner;
+    const delay =
+      limiter.leased && limiter.store !== 'memory'
+        ? Math.min(result.retryAfterMs, SHARED_LEASE_POLL_MS)
+        : result.retryAfterMs;
     if (this.#timer !== undefined) this.owner.clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     // Leases that never expire come back only through a release (wake); the waiters' own timers bound it.
