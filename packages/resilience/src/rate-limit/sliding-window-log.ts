@@ -90,7 +90,7 @@ if size + cost <= limit then
 end
 local newest = 0
 if size > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
-if ok == 1 and size > 0 then redis.call('PEXPIRE', key, math.max(1, math.ceil(newest + window - now))) end
+if ok == 1 and size > 0 then redis.call('PEXPIRE', key, math.max(1, math.ceil(newest + window - now)) + 1000) end
 -- Refused: the permit that has to slide out before this request fits.
 local blocking = 0
 if ok == 0 and cost <= limit then
