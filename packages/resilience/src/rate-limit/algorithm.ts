@@ -1,4 +1,4 @@
-import { assertInteger } from '@stratus/core';
+import { assertDuration, assertInteger, assertObject } from '@stratus/core';
 import type { Lease, LimiterOptions, RateLimiter, RateLimitResult } from './types.js';
 
 /**
@@ -115,4 +115,37 @@ export function assertCost(cost: number): void {
 /** Whole permits left out of a fractional amount, never negative. */
 export function wholePermits(amount: number): number {
   return amount <= 0 ? 0 : Math.floor(amount + EPSILON);
+}
+
+/** Options of the algorithms that allow `limit` permits per `windowMs`. */
+export interface LimitPerWindowOptions {
+  /** Permits per window (integer >= 1). */
+  limit: number;
+  /** The window in ms (> 0). */
+  windowMs: number;
+}
+
+/** What the fixed window and both sliding windows share: validated `limit` per `windowMs`, handed to the stores. */
+export abstract class LimitPerWindow<S> implements Algorithm<S> {
+  abstract readonly kind: string;
+  abstract readonly redis: RedisProgram;
+  abstract readonly postgres: PostgresProgram;
+  readonly leased = false;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly params: readonly number[];
+
+  constructor(options: LimitPerWindowOptions, maxLimit?: number) {
+    assertObject('options', options as unknown);
+    assertInteger('limit', options.limit, 1, maxLimit);
+    assertDuration('windowMs', options.windowMs, { allowZero: false });
+    this.limit = options.limit;
+    this.windowMs = options.windowMs;
+    this.params = [this.limit, this.windowMs];
+  }
+
+  abstract create(now: number): S;
+  abstract consume(state: S, now: number, cost: number, lease: Lease | undefined): RateLimitResult;
+  abstract idleAt(state: S): number;
+  abstract decode(values: readonly number[], cost: number, lease: Lease | undefined): RateLimitResult;
 }

@@ -1,5 +1,4 @@
-import { assertDuration, assertInteger, assertObject } from '@stratus/core';
-import type { Algorithm, PostgresProgram, RedisProgram, SqlTerms } from './algorithm.js';
+import { LimitPerWindow, type PostgresProgram, type RedisProgram, type SqlTerms } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
 import type { MemoryStore } from './memory-store.js';
 import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
@@ -72,22 +71,13 @@ const postgres: PostgresProgram = {
   returning: () => ['t.start', 't.used'],
 };
 
-class FixedWindow implements Algorithm<WindowState> {
+class FixedWindow extends LimitPerWindow<WindowState> {
   readonly kind = 'fixed-window';
-  readonly leased = false;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly params: readonly number[];
   readonly redis = redis;
   readonly postgres = postgres;
 
   constructor(options: FixedWindowOptions) {
-    assertObject('options', options as unknown);
-    assertInteger('limit', options.limit, 1);
-    assertDuration('windowMs', options.windowMs, { allowZero: false });
-    this.limit = options.limit;
-    this.windowMs = options.windowMs;
-    this.params = [this.limit, this.windowMs];
+    super(options);
   }
 
   create(now: number): WindowState {

@@ -1,7 +1,6 @@
-import { assertDuration, assertInteger, assertObject } from '@stratus/core';
 import {
-  type Algorithm,
   EPSILON,
+  LimitPerWindow,
   type PostgresProgram,
   type RedisProgram,
   wholePermits,
@@ -95,22 +94,13 @@ const postgres: PostgresProgram = {
   returning: () => ['t.start', 't.previous', 't.current'],
 };
 
-class SlidingWindowCounter implements Algorithm<CounterState> {
+class SlidingWindowCounter extends LimitPerWindow<CounterState> {
   readonly kind = 'sliding-window-counter';
-  readonly leased = false;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly params: readonly number[];
   readonly redis = redis;
   readonly postgres = postgres;
 
   constructor(options: SlidingWindowCounterOptions) {
-    assertObject('options', options as unknown);
-    assertInteger('limit', options.limit, 1);
-    assertDuration('windowMs', options.windowMs, { allowZero: false });
-    this.limit = options.limit;
-    this.windowMs = options.windowMs;
-    this.params = [this.limit, this.windowMs];
+    super(options);
   }
 
   create(now: number): CounterState {

@@ -1,5 +1,4 @@
-import { assertDuration, assertInteger, assertObject } from '@stratus/core';
-import type { Algorithm, PostgresProgram, RedisProgram } from './algorithm.js';
+import { LimitPerWindow, type PostgresProgram, type RedisProgram } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
 import type { MemoryStore } from './memory-store.js';
 import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
@@ -125,22 +124,13 @@ const postgres: PostgresProgram = {
   },
 };
 
-class SlidingWindowLog implements Algorithm<TimestampLog> {
+class SlidingWindowLog extends LimitPerWindow<TimestampLog> {
   readonly kind = 'sliding-window-log';
-  readonly leased = false;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly params: readonly number[];
   readonly redis = redis;
   readonly postgres = postgres;
 
   constructor(options: SlidingWindowLogOptions) {
-    assertObject('options', options as unknown);
-    assertInteger('limit', options.limit, 1, MAX_LOG_LIMIT);
-    assertDuration('windowMs', options.windowMs, { allowZero: false });
-    this.limit = options.limit;
-    this.windowMs = options.windowMs;
-    this.params = [this.limit, this.windowMs];
+    super(options, MAX_LOG_LIMIT);
   }
 
   create(): TimestampLog {
