@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { runDemo } from './demo/demo.js';
+import { openEventLog } from './event-log.js';
 
 const usage = `Usage: stratus <command> [options]
 
@@ -12,6 +13,7 @@ Commands:
           --concurrency <n>  calls in flight at most (default 32)
           --limit-rps <n>    client-side rate limit, 0 for none (default 120)
           --plain            one line per second instead of a live dashboard
+          --log <file>       also write every policy event as a pino JSON line to <file>
   help    Show this text.
 `;
 
@@ -43,10 +45,12 @@ export async function main(argv: readonly string[]): Promise<number> {
       concurrency: { type: 'string' },
       'limit-rps': { type: 'string' },
       plain: { type: 'boolean', default: false },
+      log: { type: 'string' },
     },
     strict: true,
   });
   const live = !values.plain && process.stdout.isTTY === true;
+  const eventLog = values.log === undefined ? undefined : await openEventLog(values.log);
   const summary = await runDemo({
     durationS: positiveNumber('duration', values.duration, 30),
     rps: positiveNumber('rps', values.rps, 150),
@@ -55,7 +59,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     live,
     colour: live && !process.env.NO_COLOR,
     write: (text) => process.stdout.write(text),
-  });
+  }).finally(() => eventLog?.close());
   const t = summary.totals;
   process.stdout.write(
     `\nDone: ok ${t.ok}, failed ${t.failed}, timeouts ${t.timeout}, fast-failed by the open breaker ${t['broken-circuit']}, ` +
