@@ -3,7 +3,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { type BenchCase, type CaseResult, groupByCase, type HarnessSettings, runCases } from './harness.js';
+import {
+  type BenchCase,
+  type CaseResult,
+  groupByCase,
+  type HarnessSettings,
+  LatencyLog,
+  runCases,
+} from './harness.js';
 import {
   buildResults,
   computeRatios,
@@ -13,7 +20,7 @@ import {
   type ResultRow,
   writeResults,
 } from './report.js';
-import { median, percentile, ratio, summariseRound, summariseRounds } from './stats.js';
+import { median, percentile, percentileOfSorted, ratio, summariseRound, summariseRounds } from './stats.js';
 
 /** Tiny budgets: the test checks the mechanics, not the numbers. */
 const fast: HarnessSettings = {
@@ -47,6 +54,13 @@ describe('percentile', () => {
     assert.throws(() => percentile([1], Number.NaN), RangeError);
   });
 
+  it('reads a sorted typed array as it is', () => {
+    const sorted = Float64Array.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+    assert.equal(percentileOfSorted(sorted, 50), 5.5);
+    assert.equal(percentileOfSorted(sorted, 100), 10);
+    assert.throws(() => percentileOfSorted(new Float64Array(0), 50), RangeError);
+  });
+
   it('does not reorder its input', () => {
     const values = [3, 1, 2];
     percentile(values, 50);
@@ -69,6 +83,31 @@ describe('round and case summaries', () => {
     const round = summariseRound([{ ops: 320, ms: 10 }], 32);
     assert.equal(round.opsPerSec, 32_000);
     assert.equal(round.p50Ms, 1);
+  });
+
+  it('takes the percentiles of every call when the per-call latencies are given', () => {
+    // Per-call timing: each batch counts the sum of its calls' times; 9 calls of 1 ms and one of 11 ms.
+    const latencies = Float64Array.of(1, 1, 11, 1, 1, 1, 1, 1, 1, 1);
+    const round = summariseRound(
+      [
+        { ops: 5, ms: 15 },
+        { ops: 5, ms: 5 },
+      ],
+      1,
+      latencies,
+    );
+    assert.equal(round.opsPerSec, 500);
+    assert.equal(round.p50Ms, 1);
+    assert.ok(Math.abs(round.p99Ms - 10.1) < 1e-12);
+    // Sorted in place: the log is scratch space.
+    assert.deepEqual([...latencies], [1, 1, 1, 1, 1, 1, 1, 1, 1, 11]);
+    // Batch averages of the same round (3 ms and 1 ms per op) hide the 11 ms call.
+    assert.ok(
+      summariseRound([
+        { ops: 5, ms: 15 },
+        { ops: 5, ms: 5 },
+      ]).p99Ms < 3,
+    );
   });
 
   it('reports the median round and the range', () => {
@@ -187,6 +226,79 @@ describe('runCases', () => {
     assert.equal(results.find((r) => r.impl === 'peer')?.note, 'a peer');
   });
 
+  /**
+   * A clock that only moves when an op moves it, so every per-call time is known exactly (integral
+   * milliseconds: no rounding). Settings sized for it: batches of about 400 ms of calls, 3 per round.
+   */
+  function scripted() {
+    let now = 0;
+    const advance = (ms: number) => {
+      now += ms;
+    };
+    return { clock: { now: () => now }, advance };
+  }
+  const scriptedSettings: HarnessSettings = { ...fast, warmupMs: 50, targetBatchMs: 400, roundBudgetMs: 1 };
+
+  it('times every call on its own with per-call timing: ops/s from their sum, percentiles from each', async () => {
+    const { clock, advance } = scripted();
+    let calls = 0;
+    // Every 10th call takes 11 ms, the others 1 ms: 2 ms per call on average.
+    const tail = () => advance(calls++ % 10 === 9 ? 11 : 1);
+    const cases: BenchCase[] = [
+      { case: 'steady', impl: 'stratus', kind: 'async', op: async () => advance(2) },
+      { case: 'tail', impl: 'stratus', kind: 'async', op: async () => tail() },
+      { case: 'sync', impl: 'stratus', kind: 'sync', op: () => advance(4) },
+      { case: 'jobs', impl: 'stratus', kind: 'burst', jobs: 10, run: async () => advance(50) },
+    ];
+    const perCall = await runCases(cases, {
+      settings: scriptedSettings,
+      timing: 'per-call',
+      clock,
+      collector: noGc,
+    });
+    const summary = (c: string, results: CaseResult[]) => results.find((r) => r.case === c)?.summary;
+    assert.deepEqual(
+      { ...summary('steady', perCall) },
+      { opsPerSec: 500, p50Ms: 2, p99Ms: 2, minOpsPerSec: 500, maxOpsPerSec: 500, rounds: 3 },
+    );
+    const tailed = summary('tail', perCall);
+    assert.equal(tailed?.p50Ms, 1);
+    assert.equal(tailed?.p99Ms, 11);
+    // A round need not hold a whole number of 10-call periods: within one period's worth of the mean.
+    assert.ok(Math.abs((tailed?.opsPerSec ?? 0) - 500) < 25, `${tailed?.opsPerSec}`);
+    assert.ok(Math.abs((summary('sync', perCall)?.opsPerSec ?? 0) - 250) < 1e-9);
+    assert.equal(summary('sync', perCall)?.p99Ms, 4);
+    // Bursts keep the wall clock of the whole burst: 50 ms for 10 jobs.
+    assert.equal(summary('jobs', perCall)?.opsPerSec, 200);
+    assert.equal(summary('jobs', perCall)?.p50Ms, 5);
+
+    // Batch timing of the same calls: the same throughput (this clock costs nothing to read), but its
+    // batch-averaged latencies hide the 11 ms calls.
+    const batch = await runCases(cases, { settings: scriptedSettings, clock, collector: noGc });
+    assert.equal(summary('steady', batch)?.opsPerSec, 500);
+    assert.ok(Math.abs((summary('tail', batch)?.opsPerSec ?? 0) - 500) < 25);
+    assert.ok((summary('tail', batch)?.p99Ms ?? 11) < 2.2);
+  });
+
+  it('gives concurrent callers the latency each saw and the throughput of all of them', async () => {
+    const { clock, advance } = scripted();
+    // Each call moves the clock 1 ms, then yields: while one caller waits, the 3 others each make a call.
+    const op = async () => {
+      advance(1);
+      await null;
+    };
+    const [result] = await runCases([{ case: 'c4', impl: 'stratus', kind: 'async', concurrency: 4, op }], {
+      settings: scriptedSettings,
+      timing: 'per-call',
+      clock,
+      collector: noGc,
+    });
+    assert.equal(result?.summary.p50Ms, 4);
+    // 1 call per ms of clock in all (the last calls of a batch wait for fewer others: slightly above).
+    const opsPerSec = result?.summary.opsPerSec ?? 0;
+    assert.ok(opsPerSec >= 1000 && opsPerSec < 1020, `${opsPerSec}`);
+  });
+
   it('refuses two cases with the same case and implementation', () => {
     const op = async () => 42;
     assert.throws(
@@ -197,6 +309,26 @@ describe('runCases', () => {
         ]),
       /duplicate case x\/a/,
     );
+  });
+});
+
+describe('LatencyLog', () => {
+  it('grows keeping what it holds, sums a range and shows what is logged', () => {
+    const log = new LatencyLog();
+    assert.equal(log.room, 0);
+    log.reserve(2);
+    log.buffer.set([3, 4]);
+    log.length = 2;
+    log.reserve(5);
+    assert.equal(log.room, 3);
+    assert.deepEqual([...log.view()], [3, 4]);
+    assert.equal(log.sum(0, 2), 7);
+    assert.equal(log.sum(1, 1), 4);
+    log.reserve(1);
+    assert.equal(log.buffer.length, 5);
+    log.clear();
+    assert.equal(log.view().length, 0);
+    assert.equal(log.room, 5);
   });
 });
 

@@ -6,9 +6,13 @@
  * - Warm-up: batches of sequential `await op()` for `warmupMs`, resizing the batch until one takes about
  *   `targetBatchMs` (1–5 ms): long enough for the timer's resolution not to matter, short enough to give many
  *   samples.
- * - A round: a GC, then N timed batches. ops/s = total ops ÷ total time; p50/p99 are percentiles of the
- *   *batch-averaged* per-op latency (batch time ÷ ops per caller), not of single calls: timing each call of a
- *   sub-microsecond operation would measure the timer, not the call.
+ * - A round: a GC, then N timed batches. ops/s = total ops ÷ total time.
+ * - Two timings (`Timing`). "batch": a batch is timed as a whole, and p50/p99 are percentiles of the
+ *   *batch-averaged* per-op latency (batch time ÷ ops per caller). "per-call": as tinybench does, every call
+ *   is timed on its own (a clock read before and after it), a batch counts the sum of its calls' times, and
+ *   p50/p99 are percentiles of those per-call times. The per-call clock reads and the await in every sample
+ *   cost more than many of the calls measured: batch timing shows the calls' own cost, per-call timing is
+ *   the one to set beside tinybench figures. Bursts are timed by the wall clock in both.
  * - `rounds` rounds (3 by default); the implementations of a case take turns, in a rotated order each round,
  *   so drift (thermal, other processes on the box) hits all of them alike. The reported figure is the median
  *   round; the min–max range of the rounds is kept too.
@@ -73,6 +77,16 @@ export interface HarnessSettings {
   readonly maxBurstSamples: number;
 }
 
+/** How the calls of a batch are timed: the batch as a whole, or every call on its own (see the top). */
+export type Timing = 'batch' | 'per-call';
+
+export const timings: readonly Timing[] = ['batch', 'per-call'];
+
+/** A millisecond clock: `performance` in real runs, a scripted one in tests. */
+export interface BenchClock {
+  now(): number;
+}
+
 export const defaultSettings: HarnessSettings = {
   rounds: 3,
   warmupMs: 300,
@@ -122,8 +136,31 @@ export function findCollector(): Collector {
   return { collect: () => {}, how: 'unavailable (skipped)' };
 }
 
-type AsyncLoop = (op: () => PromiseLike<unknown>, n: number) => Promise<void>;
-type SyncLoop = (op: () => unknown, n: number) => unknown;
+/** The loops' parameters: the batch loops use the first two, the per-call loops log into `latencies`. */
+type LoopArgs = [op: () => unknown, n: number, clock: BenchClock, latencies: Float64Array, at: number];
+type AsyncLoop = (...args: LoopArgs) => Promise<void>;
+type SyncLoop = (...args: LoopArgs) => unknown;
+
+const loopParameters = ['op', 'n', 'clock', 'latencies', 'at'];
+
+/**
+ * Loop bodies by timing. The per-call ones time each call as tinybench does (a clock read on either side of
+ * it) and write its time to `latencies[at + i]`.
+ */
+const loopBodies: Record<Timing, Record<'async' | 'sync', string>> = {
+  batch: {
+    async: 'for (let i = 0; i < n; i++) await op();',
+    sync: 'let last; for (let i = 0; i < n; i++) last = op(); return last;',
+  },
+  'per-call': {
+    async:
+      'for (let i = 0; i < n; i++) { const start = clock.now(); await op(); ' +
+      'latencies[at + i] = clock.now() - start; }',
+    sync:
+      'let last; for (let i = 0; i < n; i++) { const start = clock.now(); last = op(); ' +
+      'latencies[at + i] = clock.now() - start; } return last;',
+  },
+};
 
 const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
   ...args: string[]
@@ -137,23 +174,59 @@ let loopSerial = 0;
  * `op()` would see every case's function, turn megamorphic and stop inlining, and whichever case ran first
  * would have had an unfair advantage.
  */
-function compileAsyncLoop(): AsyncLoop {
+function loopSource(kind: 'async' | 'sync', timing: Timing): string {
   loopSerial++;
-  return new AsyncFunction(
-    'op',
-    'n',
-    `/* batch loop ${loopSerial} */ for (let i = 0; i < n; i++) await op();`,
-  );
+  return `/* ${timing} loop ${loopSerial} */ ${loopBodies[timing][kind]}`;
 }
 
-function compileSyncLoop(): SyncLoop {
-  loopSerial++;
-  return new Function(
-    'op',
-    'n',
-    `/* batch loop ${loopSerial} */ let last; for (let i = 0; i < n; i++) last = op(); return last;`,
-  ) as SyncLoop;
+const compileAsyncLoop = (timing: Timing) =>
+  new AsyncFunction(...loopParameters, loopSource('async', timing));
+
+const compileSyncLoop = (timing: Timing) =>
+  new Function(...loopParameters, loopSource('sync', timing)) as SyncLoop;
+
+/**
+ * The per-call times of the calls timed so far in a round (ms), in one buffer reused through the run, so
+ * that measuring allocates nothing: `runCases` makes room before the GC that opens each measured block.
+ */
+export class LatencyLog {
+  buffer = new Float64Array(0);
+  length = 0;
+
+  /** Room for `total` latencies in all, keeping those logged (grows only during warm-ups). */
+  reserve(total: number): void {
+    if (this.buffer.length >= total) return;
+    const grown = new Float64Array(total);
+    grown.set(this.buffer.subarray(0, this.length));
+    this.buffer = grown;
+  }
+
+  clear(): void {
+    this.length = 0;
+  }
+
+  get room(): number {
+    return this.buffer.length - this.length;
+  }
+
+  /** The sum of `n` latencies from `at`. */
+  sum(at: number, n: number): number {
+    let total = 0;
+    for (let i = at; i < at + n; i++) total += this.buffer[i] as number;
+    return total;
+  }
+
+  /** The logged latencies (a view: sorting it sorts the log). */
+  view(): Float64Array {
+    return this.buffer.subarray(0, this.length);
+  }
 }
+
+/**
+ * At most this many per-call latencies are kept per round (128 MiB): a round stops early rather than grow
+ * the buffer while it measures. Full runs stay far below it.
+ */
+export const MAX_LATENCIES_PER_ROUND = 2 ** 24;
 
 /** Where synchronous results go, so the optimiser cannot drop the calls that produced them. */
 export let sink: unknown;
@@ -163,55 +236,72 @@ interface Runner {
   readonly source: BenchCase;
   /** Ops in a batch are a multiple of this (the number of concurrent callers). */
   readonly callers: number;
+  /** Whether `time` logs every call's time (per-call timing of async and sync cases; never bursts). */
+  readonly logs: boolean;
+  /**
+   * Runs `n` ops and returns the milliseconds they count for: the wall clock of the batch (or burst), or
+   * with per-call timing the sum of the calls' times ÷ callers, each call's time appended to the log.
+   */
   time(n: number): Promise<number>;
 }
 
-function makeRunner(source: BenchCase): Runner {
+function makeRunner(source: BenchCase, timing: Timing, clock: BenchClock, log: LatencyLog): Runner {
+  const logs = timing === 'per-call' && source.kind !== 'burst';
+  /**
+   * Times `batch`, `n` ops shared by `callers`: by the wall clock, or (per-call timing) by the times of its
+   * calls, which it writes to the log from `at`.
+   */
+  const time = async (
+    n: number,
+    callers: number,
+    batch: (latencies: Float64Array, at: number) => unknown,
+  ) => {
+    if (logs) {
+      const at = log.length;
+      log.reserve(at + n);
+      await batch(log.buffer, at);
+      log.length = at + n;
+      return log.sum(at, n) / callers;
+    }
+    const start = clock.now();
+    await batch(log.buffer, 0);
+    return clock.now() - start;
+  };
   switch (source.kind) {
     case 'async': {
       const callers = source.concurrency ?? 1;
       if (!Number.isInteger(callers) || callers < 1) throw new RangeError(`${source.impl}: bad concurrency`);
-      const loop = compileAsyncLoop();
+      const loop = compileAsyncLoop(timing);
       const { op } = source;
       const workers: Promise<void>[] = [];
       return {
         source,
         callers,
-        async time(n) {
-          const start = performance.now();
-          if (callers === 1) {
-            await loop(op, n);
-          } else {
-            for (let c = 0; c < callers; c++) workers[c] = loop(op, n / callers);
-            await Promise.all(workers);
-          }
-          return performance.now() - start;
-        },
+        logs,
+        time: (n) =>
+          time(n, callers, (latencies, at) => {
+            if (callers === 1) return loop(op, n, clock, latencies, at);
+            const each = n / callers;
+            for (let c = 0; c < callers; c++) workers[c] = loop(op, each, clock, latencies, at + c * each);
+            return Promise.all(workers);
+          }),
       };
     }
     case 'sync': {
-      const loop = compileSyncLoop();
+      const loop = compileSyncLoop(timing);
       const { op } = source;
       return {
         source,
         callers: 1,
-        async time(n) {
-          const start = performance.now();
-          sink = loop(op, n);
-          return performance.now() - start;
-        },
+        logs,
+        time: (n) =>
+          time(n, 1, (latencies, at) => {
+            sink = loop(op, n, clock, latencies, at);
+          }),
       };
     }
     case 'burst':
-      return {
-        source,
-        callers: 1,
-        async time() {
-          const start = performance.now();
-          await source.run();
-          return performance.now() - start;
-        },
-      };
+      return { source, callers: 1, logs, time: () => time(source.jobs, 1, () => source.run()) };
   }
 }
 
@@ -226,11 +316,16 @@ interface Plan {
 }
 
 /** Warms a case up and decides its batch size. */
-async function plan(runner: Runner, settings: HarnessSettings): Promise<Plan> {
-  const deadline = performance.now() + settings.warmupMs;
+async function plan(
+  runner: Runner,
+  settings: HarnessSettings,
+  clock: BenchClock,
+  log: LatencyLog,
+): Promise<Plan> {
+  const deadline = clock.now() + settings.warmupMs;
   if (runner.source.kind === 'burst') {
     do await runner.time(1);
-    while (performance.now() < deadline);
+    while (clock.now() < deadline);
     return { runner, batchOps: runner.source.jobs };
   }
   const { callers } = runner;
@@ -240,27 +335,46 @@ async function plan(runner: Runner, settings: HarnessSettings): Promise<Plan> {
     // Grow at most 8x per step: the first batches run cold and would overestimate the cost per op.
     n = multipleOf(clamp(n * (target / Math.max(ms, 0.001)), n / 8, n * 8), callers);
   };
-  do resize(await runner.time(n));
-  while (performance.now() < deadline);
+  // Warm-up latencies are not kept: the log restarts with every batch.
+  const time = (ops: number) => {
+    log.clear();
+    return runner.time(ops);
+  };
+  do resize(await time(n));
+  while (clock.now() < deadline);
   // Settle on the warm cost: the median of a few batches at the final size.
   const warm: number[] = [];
-  for (let i = 0; i < 5; i++) warm.push(await runner.time(n));
+  for (let i = 0; i < 5; i++) warm.push(await time(n));
   warm.sort((x, y) => x - y);
   resize(warm[2] as number);
   return { runner, batchOps: n };
 }
 
+/** Room in the log for a round of `p`: its maximum samples, within `MAX_LATENCIES_PER_ROUND`. */
+function reserveRound(p: Plan, settings: HarnessSettings, log: LatencyLog): void {
+  if (!p.runner.logs) return;
+  const most = Math.min(settings.maxSamples * p.batchOps, MAX_LATENCIES_PER_ROUND);
+  log.reserve(Math.max(most, settings.minSamples * p.batchOps));
+}
+
 /**
  * One round of one case: timed batches until the round's budget is spent (within the sample bounds), so a
- * case that turns out slower than its calibration cannot stretch the run.
+ * case that turns out slower than its calibration cannot stretch the run. With per-call timing, the round
+ * also ends when the log is full.
  */
-async function measureRound(p: Plan, settings: HarnessSettings): Promise<BatchSample[]> {
+async function measureRound(
+  p: Plan,
+  settings: HarnessSettings,
+  clock: BenchClock,
+  log: LatencyLog,
+): Promise<BatchSample[]> {
   const burst = p.runner.source.kind === 'burst';
   const min = burst ? settings.minBurstSamples : settings.minSamples;
   const max = burst ? settings.maxBurstSamples : settings.maxSamples;
-  const end = performance.now() + (burst ? settings.burstRoundBudgetMs : settings.roundBudgetMs);
+  const end = clock.now() + (burst ? settings.burstRoundBudgetMs : settings.roundBudgetMs);
   const samples: BatchSample[] = [];
-  while (samples.length < max && (samples.length < min || performance.now() < end)) {
+  const full = () => p.runner.logs && samples.length >= min && log.room < p.batchOps;
+  while (samples.length < max && (samples.length < min || clock.now() < end) && !full()) {
     samples.push({ ops: p.batchOps, ms: await p.runner.time(p.batchOps) });
   }
   return samples;
@@ -281,7 +395,11 @@ export function groupByCase(cases: readonly BenchCase[]): BenchCase[][] {
 
 export interface RunOptions {
   readonly settings?: HarnessSettings;
+  /** How calls are timed: "batch" (the default) or "per-call". */
+  readonly timing?: Timing;
   readonly collector?: Collector;
+  /** The clock every measurement reads (`performance` unless a test scripts one). */
+  readonly clock?: BenchClock;
   /** Progress lines (one per case). */
   readonly log?: (line: string) => void;
 }
@@ -289,14 +407,17 @@ export interface RunOptions {
 /** Runs every case (grouped by `case`, implementations interleaved round by round) and summarises each. */
 export async function runCases(cases: readonly BenchCase[], options: RunOptions = {}): Promise<CaseResult[]> {
   const settings = options.settings ?? defaultSettings;
+  const timing = options.timing ?? 'batch';
   const { collect } = options.collector ?? findCollector();
-  const log = options.log ?? (() => {});
+  const clock = options.clock ?? performance;
+  const progress = options.log ?? (() => {});
+  const latencies = new LatencyLog();
   const results: CaseResult[] = [];
   for (const group of groupByCase(cases)) {
     const plans: Plan[] = [];
     for (const c of group) {
       collect();
-      plans.push(await plan(makeRunner(c), settings));
+      plans.push(await plan(makeRunner(c, timing, clock, latencies), settings, clock, latencies));
     }
     const rounds: RoundSummary[][] = plans.map(() => []);
     const sampleCounts = plans.map(() => 0);
@@ -304,9 +425,12 @@ export async function runCases(cases: readonly BenchCase[], options: RunOptions 
       for (let k = 0; k < plans.length; k++) {
         const index = (k + r) % plans.length;
         const p = plans[index] as Plan;
+        latencies.clear();
+        reserveRound(p, settings, latencies);
         collect();
-        const samples = await measureRound(p, settings);
-        rounds[index]?.push(summariseRound(samples, p.runner.callers));
+        const samples = await measureRound(p, settings, clock, latencies);
+        const logged = p.runner.logs ? latencies.view() : undefined;
+        rounds[index]?.push(summariseRound(samples, p.runner.callers, logged));
         sampleCounts[index] = (sampleCounts[index] ?? 0) + samples.length;
       }
     }
@@ -325,7 +449,7 @@ export async function runCases(cases: readonly BenchCase[], options: RunOptions 
         note: source.note?.(),
       };
       results.push(result);
-      log(
+      progress(
         `${result.case} / ${result.impl}: ${Math.round(summary.opsPerSec).toLocaleString('en-US')} ops/s ` +
           `(batch ${p.batchOps}, ${result.samples} samples in ${settings.rounds} rounds)`,
       );

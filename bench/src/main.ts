@@ -1,13 +1,22 @@
 /**
- * `npm run bench -- <suite> [--only <case>,<case>] [--quick]`
+ * `npm run bench -- <suite> [--timing batch|per-call] [--only <case>,<case>] [--quick]`
  *
- * Runs a suite, prints the table and writes bench/results/<suite>.json. `--only` runs some cases and
- * `--quick` a single short round (a smoke check); neither writes the results file, which always holds a
- * complete, full-length run.
+ * Runs a suite, prints the table and writes bench/results/<suite>.json (batch timing, the default) or
+ * bench/results/<suite>.per-call.json (every call timed on its own, as tinybench does). `--only` runs some
+ * cases and `--quick` a single short round (a smoke check); neither writes the results file, which always
+ * holds a complete, full-length run.
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultSettings, findCollector, type HarnessSettings, runCases, type Suite } from './harness.js';
+import {
+  defaultSettings,
+  findCollector,
+  type HarnessSettings,
+  runCases,
+  type Suite,
+  type Timing,
+  timings,
+} from './harness.js';
 import { buildResults, describeMachine, formatTable, writeResults } from './report.js';
 import { resilienceSuite } from './suites/resilience.js';
 
@@ -25,13 +34,30 @@ const quickSettings: HarnessSettings = {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { only: { type: 'string' }, quick: { type: 'boolean', default: false } },
+  options: {
+    only: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    timing: { type: 'string', default: 'batch' },
+  },
 });
 const suite = suites[positionals[0] ?? ''];
-if (suite === undefined || positionals.length !== 1) {
-  console.error(`usage: npm run bench -- <${Object.keys(suites).join('|')}> [--only <case>,...] [--quick]`);
+const timing = timings.find((t) => t === values.timing);
+if (suite === undefined || positionals.length !== 1 || timing === undefined) {
+  console.error(
+    `usage: npm run bench -- <${Object.keys(suites).join('|')}> [--timing ${timings.join('|')}] ` +
+      '[--only <case>,...] [--quick]',
+  );
   process.exit(2);
 }
+
+/** What the figures of each timing are, for the results file. */
+const reported: Record<Timing, string> = {
+  batch: 'ops/s = ops ÷ wall clock of the timed batches; p50/p99 are batch-averaged per-op latencies',
+  'per-call':
+    'every call timed on its own (performance.now() before and after it, as tinybench does); ' +
+    'ops/s = calls ÷ sum of the per-call times (× callers for concurrent callers); p50/p99 are ' +
+    'percentiles of the per-call times; bursts (bulkhead-throughput) are timed by the wall clock per burst',
+};
 
 const settings = values.quick ? quickSettings : defaultSettings;
 const only = values.only?.split(',').map((s) => s.trim());
@@ -42,16 +68,23 @@ try {
   const cases = only ? prepared.cases.filter((c) => only.includes(c.case)) : prepared.cases;
   if (cases.length === 0) throw new Error(`no case matches --only ${values.only}`);
   console.log(
-    `suite ${suite.name}: ${cases.length} cases, ${settings.rounds} round(s), GC: ${collector.how}`,
+    `suite ${suite.name}: ${cases.length} cases, ${timing} timing, ${settings.rounds} round(s), ` +
+      `GC: ${collector.how}`,
   );
   for (const line of prepared.skipped) console.log(`SKIPPED: ${line}`);
-  const results = await runCases(cases, { settings, collector, log: (line) => console.log(`  ${line}`) });
+  const results = await runCases(cases, {
+    settings,
+    timing,
+    collector,
+    log: (line) => console.log(`  ${line}`),
+  });
   const machine = describeMachine({
+    timing,
     ...prepared.settings,
     harness: {
       ...settings,
       gc: collector.how,
-      reported: `median of ${settings.rounds} rounds; p50/p99 are batch-averaged per-op latencies`,
+      reported: `median of ${settings.rounds} rounds; ${reported[timing]}`,
     },
   });
   const file = buildResults(suite.name, machine, results);
@@ -61,7 +94,8 @@ try {
   if (only || values.quick) {
     console.log('\n(partial or quick run: results file not written)');
   } else {
-    const path = join(import.meta.dirname, '..', 'results', `${suite.name}.json`);
+    const name = timing === 'batch' ? suite.name : `${suite.name}.${timing}`;
+    const path = join(import.meta.dirname, '..', 'results', `${name}.json`);
     writeResults(path, file);
     console.log(`\nwrote ${path}`);
   }

@@ -5,9 +5,16 @@
  * "type 7" definition used by R, NumPy and spreadsheets). Throws on an empty list.
  */
 export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) throw new RangeError('percentile of an empty list');
+  return percentileOfSorted(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
+}
+
+/** `percentile` of values already in ascending order (a typed array of millions of latencies, say). */
+export function percentileOfSorted(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) throw new RangeError('percentile of an empty list');
   if (!(p >= 0 && p <= 100)) throw new RangeError(`percentile must be in 0..100, got ${p}`);
-  const sorted = [...values].sort((a, b) => a - b);
   const rank = (p / 100) * (sorted.length - 1);
   const low = Math.floor(rank);
   const high = Math.ceil(rank);
@@ -19,7 +26,10 @@ export function median(values: readonly number[]): number {
   return percentile(values, 50);
 }
 
-/** One timed batch: `ops` operations took `ms` milliseconds of wall clock. */
+/**
+ * One timed batch: `ops` operations took `ms` milliseconds: the batch's wall clock, or with per-call timing
+ * the sum of its calls' own times divided by the number of concurrent callers (the time each caller spent).
+ */
 export interface BatchSample {
   readonly ops: number;
   readonly ms: number;
@@ -28,7 +38,7 @@ export interface BatchSample {
 export interface RoundSummary {
   /** Total operations ÷ total time of the round's batches. */
   readonly opsPerSec: number;
-  /** Percentiles of the batch-averaged per-op latency (batch time ÷ ops each caller did in the batch). */
+  /** Percentiles of the per-op latency: of every call's own time, or batch-averaged (see `summariseRound`). */
   readonly p50Ms: number;
   readonly p99Ms: number;
 }
@@ -37,8 +47,15 @@ export interface RoundSummary {
  * Summarises one round of batches. `callers` is how many callers shared each batch: with 32 concurrent
  * callers a batch of 3,200 ops is 100 sequential ops per caller, so the per-op latency a caller saw is the
  * batch time ÷ 100, not ÷ 3,200.
+ *
+ * `latencies` (per-call timing): the time of every call of the round, in ms; sorted in place. The
+ * percentiles are then those of the calls themselves; without it, of the batch-averaged per-op latency.
  */
-export function summariseRound(samples: readonly BatchSample[], callers = 1): RoundSummary {
+export function summariseRound(
+  samples: readonly BatchSample[],
+  callers = 1,
+  latencies?: Float64Array,
+): RoundSummary {
   if (samples.length === 0) throw new RangeError('a round needs at least one sample');
   let ops = 0;
   let ms = 0;
@@ -48,7 +65,13 @@ export function summariseRound(samples: readonly BatchSample[], callers = 1): Ro
     ms += sample.ms;
     perOp.push(sample.ms / (sample.ops / callers));
   }
-  return { opsPerSec: (ops / ms) * 1000, p50Ms: percentile(perOp, 50), p99Ms: percentile(perOp, 99) };
+  const opsPerSec = (ops / ms) * 1000;
+  if (latencies === undefined) {
+    return { opsPerSec, p50Ms: percentile(perOp, 50), p99Ms: percentile(perOp, 99) };
+  }
+  // A typed array sorts numerically, natively: fast enough for the millions of calls of a round.
+  latencies.sort();
+  return { opsPerSec, p50Ms: percentileOfSorted(latencies, 50), p99Ms: percentileOfSorted(latencies, 99) };
 }
 
 export interface CaseSummary extends RoundSummary {
