@@ -10,9 +10,9 @@
  * - Two timings (`Timing`). "batch": a batch is timed as a whole, and p50/p99 are percentiles of the
  *   *batch-averaged* per-op latency (batch time ÷ ops per caller). "per-call": as tinybench does, every call
  *   is timed on its own (a clock read before and after it), a batch counts the sum of its calls' times, and
- *   p50/p99 are percentiles of those per-call times. The per-call clock reads and the await in every sample
- *   cost more than many of the calls measured: batch timing shows the calls' own cost, per-call timing is
- *   the one to set beside tinybench figures. Bursts are timed by the wall clock in both.
+ *   p50/p99 are percentiles of those per-call times. The two clock reads around every call cost about as
+ *   much as the cheapest calls measured: batch timing shows the calls' own cost, per-call timing is the one
+ *   to set beside tinybench figures. Bursts are timed by the wall clock in both.
  * - `rounds` rounds (3 by default); the implementations of a case take turns, in a rotated order each round,
  *   so drift (thermal, other processes on the box) hits all of them alike. The reported figure is the median
  *   round; the min–max range of the rounds is kept too.
