@@ -1,3 +1,4 @@
+import { KeyedListeners } from './keyed-listeners.js';
 import type {
   CircuitStateStore,
   CompareAndSetResult,
@@ -15,7 +16,7 @@ export class MemoryCircuitStateStore implements CircuitStateStore {
   readonly kind = 'memory';
   readonly #records = new Map<string, SharedCircuitRecord>();
   readonly #reports = new Map<string, Map<string, QuorumReport>>();
-  readonly #listeners = new Map<string, Set<(record: SharedCircuitRecord) => void>>();
+  readonly #listeners = new KeyedListeners();
 
   async read(key: string): Promise<SharedCircuitRecord | undefined> {
     return this.#records.get(key);
@@ -31,7 +32,7 @@ export class MemoryCircuitStateStore implements CircuitStateStore {
     // A copy, so the caller mutating its object afterwards cannot change what is stored.
     const record: SharedCircuitRecord = structuredClone({ ...state, version: expectedVersion + 1 });
     this.#records.set(key, record);
-    for (const listener of this.#listeners.get(key) ?? []) queueMicrotask(() => listener(record));
+    for (const listener of this.#listeners.of(key)) queueMicrotask(() => listener(record));
     return { written: true, record };
   }
 
@@ -50,16 +51,9 @@ export class MemoryCircuitStateStore implements CircuitStateStore {
     key: string,
     listener: (record: SharedCircuitRecord) => void,
   ): Promise<() => Promise<void>> {
-    let listeners = this.#listeners.get(key);
-    if (listeners === undefined) {
-      listeners = new Set();
-      this.#listeners.set(key, listeners);
-    }
-    // Wrapped so the same function subscribed twice is two subscriptions.
-    const entry = (record: SharedCircuitRecord) => listener(record);
-    listeners.add(entry);
+    const remove = this.#listeners.add(key, listener);
     return async () => {
-      listeners.delete(entry);
+      remove();
     };
   }
 }

@@ -1,5 +1,6 @@
 import { InvalidOptionsError } from '@stratus/core';
 import type { Notification, Pool, PoolClient } from 'pg';
+import { KeyedListeners } from './keyed-listeners.js';
 import {
   type CircuitStateStore,
   type CompareAndSetResult,
@@ -58,7 +59,7 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
   readonly #quorumTable: string;
   readonly #channel: string;
   #ready: Promise<void> | undefined;
-  readonly #listeners = new Map<string, Set<(record: SharedCircuitRecord) => void>>();
+  readonly #listeners = new KeyedListeners();
   #listening: Promise<Listening> | undefined;
 
   constructor(options: PostgresCircuitStateStoreOptions) {
@@ -128,24 +129,15 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
     key: string,
     listener: (record: SharedCircuitRecord) => void,
   ): Promise<() => Promise<void>> {
-    let listeners = this.#listeners.get(key);
-    if (listeners === undefined) {
-      listeners = new Set();
-      this.#listeners.set(key, listeners);
-    }
-    const entry = (record: SharedCircuitRecord) => listener(record);
-    listeners.add(entry);
+    const remove = this.#listeners.add(key, listener);
     try {
       await this.#listen();
     } catch (error) {
-      listeners.delete(entry);
+      remove();
       throw error;
     }
     return async () => {
-      const set = this.#listeners.get(key);
-      if (!set?.delete(entry) || set.size > 0) return;
-      this.#listeners.delete(key);
-      if (this.#listeners.size === 0) await this.#unlisten();
+      if (remove() && this.#listeners.keyCount === 0) await this.#unlisten();
     };
   }
 
@@ -193,7 +185,7 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
         this.#listening = undefined;
         // Polling covers the gap; listen again shortly while anyone still subscribes.
         setTimeout(() => {
-          if (this.#listeners.size > 0) this.#listen().catch(() => {});
+          if (this.#listeners.keyCount > 0) this.#listen().catch(() => {});
         }, RELISTEN_DELAY_MS).unref();
       };
       const detach = () => {
@@ -244,7 +236,7 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
     } catch {
       return; // not ours: someone else notified on the channel
     }
-    for (const listener of this.#listeners.get(key) ?? []) listener(record);
+    for (const listener of this.#listeners.of(key)) listener(record);
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { KeyedListeners } from './keyed-listeners.js';
 import {
   type CircuitStateStore,
   type CompareAndSetResult,
@@ -60,7 +61,7 @@ export class RedisCircuitStateStore implements CircuitStateStore {
   readonly #client: Redis;
   readonly #prefix: string;
   #subscriber: Redis | undefined;
-  readonly #listeners = new Map<string, Set<(record: SharedCircuitRecord) => void>>();
+  readonly #listeners = new KeyedListeners();
 
   constructor(options: RedisCircuitStateStoreOptions) {
     this.#client = options.client;
@@ -109,25 +110,20 @@ export class RedisCircuitStateStore implements CircuitStateStore {
   ): Promise<() => Promise<void>> {
     const channel = this.#channel(key);
     const subscriber = this.#subscriberConnection();
-    let listeners = this.#listeners.get(channel);
-    if (listeners === undefined) {
-      listeners = new Set();
-      this.#listeners.set(channel, listeners);
+    const first = !this.#listeners.has(channel);
+    const remove = this.#listeners.add(channel, listener);
+    if (first) {
       try {
         await subscriber.subscribe(channel);
       } catch (error) {
-        this.#listeners.delete(channel);
+        remove();
         throw error;
       }
     }
-    const entry = (record: SharedCircuitRecord) => listener(record);
-    listeners.add(entry);
     return async () => {
-      const set = this.#listeners.get(channel);
-      if (!set?.delete(entry) || set.size > 0) return;
-      this.#listeners.delete(channel);
+      if (!remove()) return;
       await subscriber.unsubscribe(channel);
-      if (this.#listeners.size === 0 && this.#subscriber === subscriber) {
+      if (this.#listeners.keyCount === 0 && this.#subscriber === subscriber) {
         this.#subscriber = undefined;
         await subscriber.quit();
       }
@@ -144,8 +140,7 @@ export class RedisCircuitStateStore implements CircuitStateStore {
       // Polling covers a lost subscription, so connection errors here are not worth crashing for.
       subscriber.on('error', () => {});
       subscriber.on('message', (channel: string, message: string) => {
-        const listeners = this.#listeners.get(channel);
-        if (!listeners) return;
+        if (!this.#listeners.has(channel)) return;
         let record: SharedCircuitRecord;
         try {
           const space = message.indexOf(' ');
@@ -153,7 +148,7 @@ export class RedisCircuitStateStore implements CircuitStateStore {
         } catch {
           return; // not ours: someone else published on the channel
         }
-        for (const listener of listeners) listener(record);
+        for (const listener of this.#listeners.of(channel)) listener(record);
       });
       this.#subscriber = subscriber;
     }
