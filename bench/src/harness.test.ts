@@ -130,7 +130,7 @@ describe('round and case summaries', () => {
 });
 
 describe('ratios', () => {
-  it('divides Stratus ops/s by each peer in the same case, to 3 significant digits', () => {
+  it('divides Stratus ops/s by each peer in the same case, to 3 significant digits; none without a peer', () => {
     assert.equal(ratio(3_000_000, 1_000_000), 3);
     assert.equal(ratio(1, 3), 0.333);
     assert.throws(() => ratio(1, 0), RangeError);
@@ -141,7 +141,9 @@ describe('ratios', () => {
       { case: 'timeout', impl: 'stratus', opsPerSec: 600_000, p50Ms: 0, p99Ms: 0 },
       { case: 'timeout', impl: 'other', opsPerSec: 1_200_000, p50Ms: 0, p99Ms: 0 },
       { case: 'bare', impl: 'baseline', opsPerSec: 9_000_000, p50Ms: 0, p99Ms: 0 },
+      { case: 'hedging', impl: 'stratus', opsPerSec: 5_000_000, p50Ms: 0, p99Ms: 0 },
     ];
+    // A Stratus-only case has no entry.
     assert.deepEqual(computeRatios(rows), {
       retry: { cockatiel: 2 },
       timeout: { cockatiel: 15, other: 0.5 },

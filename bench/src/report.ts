@@ -21,7 +21,7 @@ export interface ResultsFile {
   readonly suite: string;
   readonly machine: Record<string, unknown>;
   readonly results: ResultRow[];
-  /** ratios[case][peer] = Stratus ops/s ÷ peer ops/s, for every case that has a Stratus implementation. */
+  /** ratios[case][peer] = Stratus ops/s ÷ peer ops/s, for every case with a Stratus implementation and a peer. */
   readonly ratios: Record<string, Record<string, number>>;
 }
 
@@ -56,7 +56,8 @@ export function computeRatios(rows: readonly ResultRow[]): Record<string, Record
         peers[peer.impl] = ratio(stratus.opsPerSec, peer.opsPerSec);
       }
     }
-    ratios[stratus.case] = peers;
+    // A Stratus-only case (no peer) has no ratio to give.
+    if (Object.keys(peers).length > 0) ratios[stratus.case] = peers;
   }
   return ratios;
 }
