@@ -380,6 +380,37 @@ describe('bulkhead', () => {
     });
   });
 
+  it('a dequeued listener calling back into the bulkhead cannot take the slot being handed out', async () => {
+    const b = bulkhead({ maxConcurrent: 1, maxQueued: 1 });
+    let running = 0;
+    let peak = 0;
+    const gates: ReturnType<typeof deferred<void>>[] = [];
+    const op = () => {
+      running++;
+      peak = Math.max(peak, running);
+      const gate = deferred();
+      gates.push(gate);
+      return gate.promise.finally(() => running--);
+    };
+    const reentrant: Promise<unknown>[] = [];
+    b.events.on((event) => {
+      if (event.type === 'dequeued' && reentrant.length === 0) reentrant.push(b.execute(op).catch((e) => e));
+    });
+    const first = b.execute(op);
+    const queued = b.execute(op);
+    gates[0]?.resolve();
+    await first;
+    await flushMicrotasks();
+    assert.equal(peak, 1);
+    assert.equal(b.active, 1);
+    for (const gate of gates) gate.resolve();
+    await queued;
+    await flushMicrotasks();
+    for (const gate of gates) gate.resolve();
+    await Promise.all(reentrant);
+    assert.equal(peak, 1);
+  });
+
   it('builds no event objects when nobody listens', async () => {
     const clock = new VirtualClock();
     let reads = 0;

@@ -340,6 +340,11 @@ class Compartment {
 
   #run<T>(operation: Operation<T>, context: ExecuteContext): Promise<T> {
     this.active++;
+    return this.#runInSlot(operation, context);
+  }
+
+  /** Runs `operation` in a slot already counted in `active`. */
+  #runInSlot<T>(operation: Operation<T>, context: ExecuteContext): Promise<T> {
     let result: T | PromiseLike<T>;
     try {
       result = operation(context);
@@ -390,8 +395,10 @@ class Compartment {
       while (this.#head !== undefined && this.active < this.maxConcurrent) {
         const waiter = this.#head;
         this.#unlink(waiter);
+        // Take the slot before telling listeners: one calling back into the bulkhead must not get it too.
+        this.active++;
         this.#emitDequeued(waiter, 'started');
-        waiter.resolve(this.#run(waiter.operation, contextFor(waiter.signal)));
+        waiter.resolve(this.#runInSlot(waiter.operation, contextFor(waiter.signal)));
       }
     } finally {
       this.#draining = false;
