@@ -262,6 +262,27 @@ describe('hedging', () => {
     });
   });
 
+  it('a classifier that throws ends the call with its error instead of leaving it unsettled', async () => {
+    const broken = new Error('classifier bug');
+    const classify = () => {
+      throw broken;
+    };
+    const cases: [HedgingOptions['handle'], Step][] = [
+      [{ result: classify }, { ms: 5 }],
+      [{ error: classify }, { ms: 5, error: new Error('first') }],
+    ];
+    for (const [handle, first] of cases) {
+      const clock = new VirtualClock();
+      const policy = hedging({ maxHedgedAttempts: 1, delayMs: 10, clock, handle });
+      const { operation, signals } = scripted(clock, [first, { ms: 100 }]);
+      const { result, at } = await settleTimed(clock, policy.execute(operation));
+      assert.deepEqual(result, { status: 'rejected', reason: broken });
+      assert.equal(at, 5);
+      assert.equal(signals.length, 1);
+      assert.ok(noDeadlinesLeft(clock));
+    }
+  });
+
   it('counts a synchronous throw as a failed attempt', async () => {
     const clock = new VirtualClock();
     const policy = hedging({ maxHedgedAttempts: 1, delayMs: 50, clock });

@@ -276,9 +276,18 @@ class HedgedCall<T> implements Deadline, AttemptOwner {
   #onValue(attempt: Attempt, value: T): void {
     this.#inFlight--;
     const { isFailedResult, latencies, clock, events } = this.policy;
-    if (isFailedResult?.(value)) {
-      this.#onFailure({ thrown: false, value });
-      return;
+    if (isFailedResult !== undefined) {
+      let failed: boolean;
+      try {
+        failed = isFailedResult(value);
+      } catch (error) {
+        this.#end(attempt, error);
+        return;
+      }
+      if (failed) {
+        this.#onFailure({ thrown: false, value });
+        return;
+      }
     }
     latencies?.record(clock.monotonic() - attempt.startedAt);
     if (this.#settled) return;
@@ -294,11 +303,29 @@ class HedgedCall<T> implements Deadline, AttemptOwner {
     this.#inFlight--;
     if (this.#settled) return;
     const { isFailedError } = this.policy;
-    if (isFailedError === undefined || isFailedError(error)) {
+    let failed = true;
+    if (isFailedError !== undefined) {
+      try {
+        failed = isFailedError(error);
+      } catch (classifierError) {
+        this.#end(attempt, classifierError);
+        return;
+      }
+    }
+    if (failed) {
       this.#onFailure({ thrown: true, error });
       return;
     }
     // An error hedging does not handle is the answer, as a success would be.
+    this.#end(attempt, error);
+  }
+
+  /**
+   * Ends the call with `error` (one hedging does not handle, or a classifier's own), which runs in a promise
+   * handler: were it thrown there, it would be an unhandled rejection and the call would never settle.
+   */
+  #end(attempt: Attempt, error: unknown): void {
+    if (this.#settled) return;
     this.#settle(attempt);
     this.#reject(error);
   }
