@@ -119,6 +119,23 @@ for (const strategy of ['cooperative', 'aggressive'] as const) {
       await assert.rejects(policy.execute(never, { signal: caller.signal }), OperationCancelledError);
     });
 
+    it('a signal first read after the call finished adds no listener to the caller signal', async () => {
+      const clock = new VirtualClock();
+      const policy = timeout({ timeoutMs: 100, strategy, clock });
+      const caller = new AbortController();
+      let kept: ExecuteContext | undefined;
+      const value = await policy.execute(
+        (context) => {
+          kept = context;
+          return 1;
+        },
+        { signal: caller.signal },
+      );
+      assert.equal(value, 1);
+      assert.equal(kept?.signal.aborted, false);
+      assert.equal(getEventListeners(caller.signal, 'abort').length, 0);
+    });
+
     it('leaves no deadline, timer or listener behind after 10,000 calls', async () => {
       const clock = new VirtualClock();
       const policy = timeout({ timeoutMs: 1000, strategy, clock });

@@ -138,6 +138,8 @@ class TimeoutCall extends LazySignalSource implements ExecuteContext, Deadline {
   #timedOut: TimeoutError | undefined = undefined;
   /** The caller's signal while this call listens to it. */
   #listening: AbortSignal | undefined = undefined;
+  /** Set by finish(): a signal read after that must not listen, as nothing would remove the listener. */
+  #finished = false;
   /** The caller's async context, captured only when someone listens to events (it costs a closure). */
   runInContext: (<R>(fn: () => R) => R) | undefined = undefined;
 
@@ -184,7 +186,7 @@ class TimeoutCall extends LazySignalSource implements ExecuteContext, Deadline {
 
   listen(callerSignal: AbortSignal): void {
     // The shared signal of calls made without one never aborts: listening to it would only pile up listeners.
-    if (this.#listening !== undefined || callerSignal === neverAbortedSignal) return;
+    if (this.#listening !== undefined || this.#finished || callerSignal === neverAbortedSignal) return;
     this.#listening = callerSignal;
     callerSignal.addEventListener('abort', this);
   }
@@ -240,6 +242,7 @@ class TimeoutCall extends LazySignalSource implements ExecuteContext, Deadline {
   }
 
   finish(): void {
+    this.#finished = true;
     this.policy.scheduler.remove(this);
     const listening = this.#listening;
     if (listening !== undefined) {
