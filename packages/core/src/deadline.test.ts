@@ -168,6 +168,32 @@ describe('DeadlineScheduler on a virtual clock', () => {
   });
 });
 
+describe('DeadlineScheduler with far deadlines', () => {
+  it('never asks its clock for a delay Node timers cannot hold (they would fire after 1 ms)', async () => {
+    const clock = new VirtualClock();
+    const delays: number[] = [];
+    const recording = {
+      now: () => clock.now(),
+      monotonic: () => clock.monotonic(),
+      setTimeout: (callback: () => void, ms: number) => {
+        delays.push(ms);
+        return clock.setTimeout(callback, ms);
+      },
+      clearTimeout: (handle: object) => clock.clearTimeout(handle),
+    };
+    const scheduler = DeadlineScheduler.for(recording);
+    const due = 2 ** 32;
+    const probe = new Probe(clock);
+    scheduler.add(probe, due);
+    await clock.advanceTo(due - 1);
+    assert.equal(probe.firedAt, undefined);
+    await clock.advanceTo(due);
+    assert.equal(probe.firedAt, due);
+    assert.ok(delays.length > 1);
+    for (const ms of delays) assert.ok(ms <= 2 ** 31 - 1, `asked for ${ms} ms`);
+  });
+});
+
 describe('DeadlineScheduler on the system clock', () => {
   it('keeps the process alive only while a deadline is pending', () => {
     const scheduler = DeadlineScheduler.for(systemClock);

@@ -22,6 +22,9 @@ export interface DeadlineBucket {
 
 const schedulers = new WeakMap<Clock, DeadlineScheduler>();
 
+/** The longest delay a Node timer holds; a longer one fires after 1 ms. Farther deadlines re-arm on firing. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * One real timer per clock for any number of pending deadlines. Deadlines are grouped in buckets of one
  * millisecond (rounded up, so nothing expires early); adding and removing are O(1) (push and swap-remove),
@@ -107,7 +110,8 @@ export class DeadlineScheduler {
   #arm(due: number): void {
     if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
     this.#timerDue = due;
-    this.#timer = this.clock.setTimeout(this.#onTimer, Math.max(0, due - this.clock.monotonic()), {
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, due - this.clock.monotonic()));
+    this.#timer = this.clock.setTimeout(this.#onTimer, delay, {
       unref: this.#size === 0,
     });
   }
