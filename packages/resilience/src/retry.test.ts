@@ -394,6 +394,18 @@ describe('retry: Retry-After', () => {
     const ignored = await run({ backoff: constantBackoff(100), honorRetryAfter: false }, asksAnHour);
     assert.deepEqual(ignored.startedAt, [0, 100]);
   });
+
+  it('a Retry-After capped below the backoff never shortens the backoff wait', async () => {
+    const r = await run({ backoff: constantBackoff(5000), maxRetryAfterMs: 1000 }, (attempt) => {
+      if (attempt === 1) throw new HttpError(503, { 'retry-after': '10' });
+      return 'ok';
+    });
+    assert.deepEqual(r.startedAt, [0, 5000]);
+    assert.deepEqual(
+      r.events.flatMap((e) => (e.type === 'retry' ? [e.reason] : [])),
+      ['backoff'],
+    );
+  });
 });
 
 describe('retry: cancellation and deadlines', () => {

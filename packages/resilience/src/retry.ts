@@ -169,8 +169,10 @@ class Retry implements RetryPolicy {
       let reason: 'backoff' | 'retry-after' = 'backoff';
       if (this.#honorRetryAfter) {
         const asked = retryAfterMs(failureValue(failure), this.clock.now());
-        if (asked !== undefined && asked > backoffMs) {
-          delayMs = Math.min(asked, this.#maxRetryAfterMs);
+        // Capped first: a cap below the backoff must not shorten the backoff wait.
+        const wanted = asked === undefined ? undefined : Math.min(asked, this.#maxRetryAfterMs);
+        if (wanted !== undefined && wanted > backoffMs) {
+          delayMs = wanted;
           reason = 'retry-after';
         }
       }
