@@ -4,6 +4,7 @@ import { type Clock, InvalidOptionsError, OperationCancelledError, sleep } from 
 import { flushMicrotasks, VirtualClock } from '@stratus/testkit';
 import { type BulkheadEvent, type BulkheadOptions, bulkhead } from './bulkhead.js';
 import { BulkheadRejectedError } from './errors.js';
+import type { ExecuteContext } from './policy.js';
 
 /** A promise the test settles by hand. */
 function deferred<T = void>() {
@@ -409,6 +410,29 @@ describe('bulkhead', () => {
     for (const gate of gates) gate.resolve();
     await Promise.all(reentrant);
     assert.equal(peak, 1);
+  });
+
+  it("a queued call gets the outer policy's context, attempt number included, as an immediate one does", async () => {
+    const b = bulkhead({ maxConcurrent: 1, maxQueued: 1 });
+    const outer: ExecuteContext = { signal: new AbortController().signal, attempt: 3 };
+    const seen: ExecuteContext[] = [];
+    const gate = deferred();
+    const first = b.execute((context) => {
+      seen.push(context);
+      return gate.promise;
+    }, outer);
+    const queued = b.execute((context) => {
+      seen.push(context);
+    }, outer);
+    gate.resolve();
+    await Promise.all([first, queued]);
+    assert.deepEqual(
+      seen.map((context) => [context.attempt, context.signal === outer.signal]),
+      [
+        [3, true],
+        [3, true],
+      ],
+    );
   });
 
   it('builds no event objects when nobody listens', async () => {

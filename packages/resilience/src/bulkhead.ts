@@ -13,7 +13,7 @@ import {
   systemClock,
   type TimerHandle,
 } from '@stratus/core';
-import { contextFor, contextOf } from './context.js';
+import { contextOf } from './context.js';
 import { BulkheadRejectedError } from './errors.js';
 import type { ExecuteContext, ExecuteOptions, Operation, Policy } from './policy.js';
 
@@ -262,6 +262,8 @@ class Waiter {
   constructor(
     readonly compartment: Compartment,
     readonly operation: Operation<unknown>,
+    /** What the operation gets once started: the caller's options made a context, or an outer policy's. */
+    readonly context: ExecuteContext,
     readonly signal: AbortSignal | undefined,
     readonly enqueuedAt: number,
   ) {}
@@ -310,7 +312,7 @@ class Compartment {
     if (this.active < this.maxConcurrent && this.#head === undefined) {
       return this.#run(operation, contextOf(source));
     }
-    if (this.queued < this.maxQueued) return this.#enqueue(operation, source?.signal);
+    if (this.queued < this.maxQueued) return this.#enqueue(operation, source);
     this.#emitRejected('full');
     return Promise.reject(new BulkheadRejectedError('full', this.maxConcurrent, this.maxQueued, this.key));
   }
@@ -355,8 +357,9 @@ class Compartment {
     return Promise.resolve(result).then(this.#onFulfilled, this.#onRejected) as Promise<T>;
   }
 
-  #enqueue<T>(operation: Operation<T>, signal: AbortSignal | undefined): Promise<T> {
-    const waiter = new Waiter(this, operation, signal, this.owner.clock.monotonic());
+  #enqueue<T>(operation: Operation<T>, source: ExecuteOptions | undefined): Promise<T> {
+    const signal = source?.signal;
+    const waiter = new Waiter(this, operation, contextOf(source), signal, this.owner.clock.monotonic());
     const promise = new Promise<T>((resolve, reject) => {
       waiter.resolve = resolve as (value: unknown) => void;
       waiter.reject = reject;
@@ -398,7 +401,7 @@ class Compartment {
         // Take the slot before telling listeners: one calling back into the bulkhead must not get it too.
         this.active++;
         this.#emitDequeued(waiter, 'started');
-        waiter.resolve(this.#runInSlot(waiter.operation, contextFor(waiter.signal)));
+        waiter.resolve(this.#runInSlot(waiter.operation, waiter.context));
       }
     } finally {
       this.#draining = false;
