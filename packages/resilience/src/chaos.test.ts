@@ -152,6 +152,33 @@ describe('chaos', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
+  it('rejects a caller whose signal is already aborted, injecting nothing and running nothing', async () => {
+    const controller = new AbortController();
+    controller.abort('gone');
+    const policies = [
+      chaosFault({ injectionRate: 1, fault: new Error('chaos') }),
+      chaosOutcome({ injectionRate: 1, outcome: 'injected' }),
+      chaosFault({ injectionRate: 0, fault: new Error('chaos') }),
+    ];
+    for (const policy of policies) {
+      let ran = false;
+      const injected: ChaosEvent[] = [];
+      const off = policy.events.on((event) => injected.push(event));
+      await assert.rejects(
+        policy.execute(
+          () => {
+            ran = true;
+          },
+          { signal: controller.signal },
+        ),
+        (error) => error instanceof OperationCancelledError && error.reason === 'gone',
+      );
+      off();
+      assert.equal(ran, false);
+      assert.deepEqual(injected, []);
+    }
+  });
+
   it('emits `injected` with its kind, only for injected calls', async () => {
     const clock = new VirtualClock();
     const events: ChaosEvent[] = [];

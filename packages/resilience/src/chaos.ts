@@ -4,8 +4,11 @@ import {
   assertObject,
   assertRatio,
   type Clock,
+  cancelReasonOf,
   EventEmitter,
   InvalidOptionsError,
+  isCancelled,
+  OperationCancelledError,
   type StratusEvent,
   sleep,
   systemClock,
@@ -125,6 +128,7 @@ class Chaos implements ChaosPolicy {
   }
 
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
+    if (isCancelled(options)) return Promise.reject(new OperationCancelledError(cancelReasonOf(options)));
     // An outer policy's context is used as it is, so its lazy signal is only made if latency is injected.
     const context = contextOf(options);
     const enabled = this.#enabled;
