@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { InvalidOptionsError, OperationCancelledError } from '@stratus/core';
+import { EventEmitter, InvalidOptionsError, OperationCancelledError } from '@stratus/core';
 import { flushMicrotasks, VirtualClock } from '@stratus/testkit';
 import { RateLimitedError } from '../errors.js';
 import { concurrencyLimit } from './concurrency.js';
@@ -8,6 +8,7 @@ import { fixedWindow } from './fixed-window.js';
 import { rateLimit } from './policy.js';
 import { storeSuites } from './stores.test.helper.js';
 import { tokenBucket } from './token-bucket.js';
+import type { RateLimiter, RateLimiterEvent, RateLimitResult } from './types.js';
 
 const value = async () => 42;
 
@@ -253,6 +254,74 @@ describe('rateLimit policy in queueing mode', () => {
       /boom/,
     );
     assert.equal(limiter.tryAcquire('default').allowed, true, 'a failed call releases its permit too');
+  });
+});
+
+/** A limiter of a remote store whose answers the test gives by hand, one per acquire, in order. */
+function manualLimiter() {
+  const asks: { resolve: (result: RateLimitResult) => void; reject: (error: unknown) => void }[] = [];
+  const limiter: RateLimiter = {
+    name: 'manual',
+    algorithm: 'fixed-window',
+    limit: 1,
+    windowMs: 1000,
+    store: 'remote',
+    leased: false,
+    events: new EventEmitter<RateLimiterEvent>(),
+    acquire: () =>
+      new Promise<RateLimitResult>((resolve, reject) => {
+        asks.push({ resolve, reject });
+      }),
+    reset: async () => {},
+  };
+  return { limiter, asks };
+}
+
+const refusal = (retryAfterMs: number): RateLimitResult => ({
+  allowed: false,
+  limit: 1,
+  remaining: 0,
+  resetMs: retryAfterMs,
+  retryAfterMs,
+});
+const grant: RateLimitResult = { allowed: true, limit: 1, remaining: 0, resetMs: 1000, retryAfterMs: 0 };
+
+describe('rateLimit policy queueing on a remote store', () => {
+  test('a store error for a head that already left does not drop the waiters behind it', async () => {
+    const clock = new VirtualClock();
+    const { limiter, asks } = manualLimiter();
+    const policy = rateLimit({ limiter, clock, maxWaitMs: 1000 });
+    const head = new AbortController();
+    const first = policy.execute(value, { signal: head.signal });
+    await until(() => asks.length === 1, 'the first call asks');
+    asks[0]!.resolve(refusal(100));
+    await until(() => policy.queued === 1, 'the first call queues');
+    const second = policy.execute(value);
+    assert.equal(policy.queued, 2);
+    await clock.advance(100); // the head asks again
+    assert.equal(asks.length, 2);
+    head.abort();
+    await assert.rejects(first, OperationCancelledError);
+    asks[1]!.reject(new Error('store down'));
+    await until(() => asks.length === 3, 'the second call asks in its turn');
+    assert.equal(policy.queued, 1);
+    asks[2]!.resolve(grant);
+    assert.equal(await second, 42);
+    assert.equal(policy.queued, 0);
+  });
+
+  test('a call aborted while the store answers does not wait in the queue', async () => {
+    const clock = new VirtualClock();
+    const { limiter, asks } = manualLimiter();
+    const policy = rateLimit({ limiter, clock, maxWaitMs: 1000 });
+    const controller = new AbortController();
+    const call = policy.execute(value, { signal: controller.signal });
+    await until(() => asks.length === 1, 'the call asks');
+    controller.abort('gone');
+    asks[0]!.resolve(refusal(100));
+    await assert.rejects(call, (error: unknown) => error instanceof OperationCancelledError);
+    assert.equal(policy.queued, 0);
+    assert.equal(clock.pendingTimers, 0);
   });
 });
 

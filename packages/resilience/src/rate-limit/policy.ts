@@ -192,6 +192,8 @@ class RateLimit implements RateLimitPolicy {
     if (queue === undefined && result === undefined) {
       result = await this.limiter.acquire(key, cost);
       if (result.allowed) return result;
+      // An abort while the store answered would not fire again for the waiter's listener.
+      if (isCancelled(options)) throw new OperationCancelledError(cancelReasonOf(options));
       queue = this.#queues.get(key); // others may have queued while we asked
     }
     if (this.maxWaitMs === 0) throw this.#reject(key, 'limited', result?.retryAfterMs ?? 0, 0);
@@ -397,8 +399,11 @@ class KeyQueue {
               ? owner.local.tryAcquire(this.key, waiter.cost)
               : await owner.limiter.acquire(this.key, waiter.cost);
         } catch (error) {
-          this.#unlink(waiter);
-          waiter.reject(error);
+          // A waiter that left while the store answered is unlinked already; unlinking again would drop the queue.
+          if (!waiter.settled) {
+            this.#unlink(waiter);
+            waiter.reject(error);
+          }
           continue;
         }
         if (waiter.settled) {
