@@ -350,6 +350,10 @@ describe('PipelineRegistry', () => {
       });
       assert.throws(() => registry.watch({ intervalMs: 10 } as never), { option: 'source.load' });
       assert.throws(() => registry.watch(null as never), { option: 'source' });
+      assert.throws(() => registry.watch({ emitter: null } as never), { option: 'source.emitter' });
+      assert.throws(() => registry.watch({ emitter: { on() {} } } as never), {
+        option: 'source.emitter.off',
+      });
     });
   });
 

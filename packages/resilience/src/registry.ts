@@ -226,6 +226,9 @@ export class PipelineRegistry {
       }
     };
     if ('emitter' in source) {
+      assertObject('source.emitter', source.emitter as unknown);
+      assertFunction('source.emitter.on', source.emitter.on);
+      assertFunction('source.emitter.off', source.emitter.off);
       const event = source.event ?? 'change';
       source.emitter.on(event, apply);
       return () => source.emitter.off(event, apply);
