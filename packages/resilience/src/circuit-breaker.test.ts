@@ -318,6 +318,24 @@ describe('circuitBreaker', () => {
       assert.equal(breaker.state, 'closed');
     });
 
+    it('frees the trial slot when a classifier throws: the call fails with its error and decides nothing', async () => {
+      const classifierError = new Error('classifier bug');
+      let throwing = false;
+      const classify = (outcome: unknown) => {
+        if (throwing) throw classifierError;
+        return outcome === boom;
+      };
+      const { breaker } = await halfOpen({ handle: { error: classify, result: classify } });
+      throwing = true;
+      await assert.rejects(breaker.execute(ok), classifierError);
+      assert.equal(breaker.state, 'half-open');
+      await assert.rejects(breaker.execute(fail), classifierError);
+      assert.equal(breaker.state, 'half-open');
+      throwing = false;
+      assert.equal(await breaker.execute(ok), 'ok');
+      assert.equal(breaker.state, 'closed');
+    });
+
     it('rejects overflow calls with a BrokenCircuitError saying the slots are taken', async () => {
       const { breaker } = await halfOpen();
       const gate = deferred();

@@ -347,18 +347,32 @@ class CircuitBreaker implements CircuitBreakerPolicy {
 
   /** Runs `operation` in the current state: closed, or as an admitted half-open trial. */
   async #run<T>(operation: Operation<T>, source: ExecuteOptions | undefined): Promise<T> {
-    if (isCancelled(source)) throw new OperationCancelledError(cancelReasonOf(source));
     const generation = this.#generation;
+    if (isCancelled(source)) {
+      // A half-open call holds a trial slot (a shared trial whose caller gave up while the store answered).
+      this.#settleCancelled(generation);
+      throw new OperationCancelledError(cancelReasonOf(source));
+    }
     const start = this.#needsDuration ? this.#clock.monotonic() : 0;
     let value: T;
+    // A classifier that throws ends the call with its error; the call then counts as cancelled (decides
+    // nothing, frees its trial slot), hence `kind` starting as CANCELLED and the settling in `finally`.
+    let kind: OutcomeKind = CANCELLED;
     try {
       value = await operation(contextOf(source));
     } catch (error) {
-      this.#settle(this.#failureKind(error, source), error, generation, start);
+      try {
+        kind = this.#failureKind(error, source);
+      } finally {
+        this.#settle(kind, error, generation, start);
+      }
       throw error;
     }
-    if (this.#isFailureResult?.(value)) this.#settleFailure(value, generation, start);
-    else this.#settleSuccess(generation, start);
+    try {
+      kind = this.#isFailureResult?.(value) ? FAILED : SUCCEEDED;
+    } finally {
+      this.#settle(kind, value, generation, start);
+    }
     return value;
   }
 
@@ -397,15 +411,23 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     }
     const start = this.#needsDuration ? this.#clock.monotonic() : 0;
     let value: T;
+    // As in #run: a classifier that throws leaves `kind` CANCELLED, which still returns the lease.
+    let kind: OutcomeKind = CANCELLED;
     try {
       value = await operation(contextOf(source));
     } catch (error) {
-      const failing = this.#failureKind(error, source);
-      await this.#completeTrial(sync, admission.lease, failing, error, generation, start);
+      try {
+        kind = this.#failureKind(error, source);
+      } finally {
+        await this.#completeTrial(sync, admission.lease, kind, error, generation, start);
+      }
       throw error;
     }
-    const failing = this.#isFailureResult?.(value) ? FAILED : SUCCEEDED;
-    await this.#completeTrial(sync, admission.lease, failing, value, generation, start);
+    try {
+      kind = this.#isFailureResult?.(value) ? FAILED : SUCCEEDED;
+    } finally {
+      await this.#completeTrial(sync, admission.lease, kind, value, generation, start);
+    }
     return value;
   }
 

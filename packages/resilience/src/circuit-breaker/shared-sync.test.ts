@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import { exponentialBackoff, InvalidOptionsError } from '@stratus/core';
+import { exponentialBackoff, InvalidOptionsError, OperationCancelledError } from '@stratus/core';
 import { flushMicrotasks, VirtualClock } from '@stratus/testkit';
 import {
   type CircuitBreakerEvent,
@@ -292,6 +292,27 @@ describe('shared circuit (mode "shared")', () => {
       assert.equal(await a.breaker.execute(ok), 'ok');
       assert.equal(a.breaker.state, 'closed');
     });
+  });
+
+  it('frees the trial slot of a caller who gave up while the store was asked for a trial lease', async () => {
+    const { clock, instance } = cluster({ storeTimeoutMs: 200 });
+    const a = instance('a');
+    await flushMicrotasks();
+    await trip(a.breaker);
+    await clock.advance(1000);
+    assert.equal(a.breaker.state, 'half-open');
+    a.store.condition = 'hang';
+    const controller = new AbortController();
+    const trial = assert.rejects(
+      a.breaker.execute(ok, { signal: controller.signal }),
+      OperationCancelledError,
+    );
+    controller.abort();
+    await clock.advance(200); // the lease request times out: the store is unavailable
+    await trial;
+    assert.equal(a.breaker.sharedStateAvailable, false);
+    assert.equal(await a.breaker.execute(ok), 'ok'); // a local trial: the slot is free again
+    assert.equal(a.breaker.state, 'closed');
   });
 
   it('stops its background work on dispose', async () => {
