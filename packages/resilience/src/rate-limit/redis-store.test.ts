@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { fixedWindow } from './fixed-window.js';
 import { redisStore } from './redis-store.js';
 import { slidingWindowLog } from './sliding-window-log.js';
+import { tokenBucket } from './token-bucket.js';
 
 describe('redis store options', () => {
   test('are validated', () => {
@@ -26,18 +27,28 @@ describe('redis store', { skip: suite.skip }, () => {
     client.disconnect();
   });
 
-  test('keys are <prefix><name>:<key> and expire 1 s after the state is as good as new', async () => {
+  test('keys are <prefix><algorithm>:<name>:<key> and expire 1 s after the state is as good as new', async () => {
     const clock = new VirtualClock();
     const store = redisStore({ client, prefix: `${suite.keyPrefix}a:`, time: clock });
     const limiter = fixedWindow({ store, name: 'login', limit: 5, windowMs: 60_000 });
     await clock.advance(15_000);
     await limiter.acquire('alice');
-    const ttl = await client.pttl(`${suite.keyPrefix}a:login:alice`);
+    const ttl = await client.pttl(`${suite.keyPrefix}a:fixed-window:login:alice`);
     assert.ok(ttl > 45_000 && ttl <= 46_000, `ttl ${ttl}`);
     const log = slidingWindowLog({ store, name: 'log', limit: 5, windowMs: 10_000 });
     await log.acquire('bob');
-    const logTtl = await client.pttl(`${suite.keyPrefix}a:log:bob`);
+    const logTtl = await client.pttl(`${suite.keyPrefix}a:sliding-window-log:log:bob`);
     assert.ok(logTtl > 10_000 && logTtl <= 11_000, `ttl ${logTtl}`);
+  });
+
+  test('limiters of different algorithms with the same name do not share keys', async () => {
+    const clock = new VirtualClock();
+    const store = redisStore({ client, prefix: `${suite.keyPrefix}d:`, time: clock });
+    const window = fixedWindow({ store, name: 'login', limit: 2, windowMs: 60_000 });
+    const bucket = tokenBucket({ store, name: 'login', capacity: 5, refillRate: 1 });
+    assert.equal((await window.acquire('alice')).remaining, 1);
+    assert.equal((await bucket.acquire('alice')).remaining, 4);
+    assert.equal((await window.acquire('alice')).remaining, 0);
   });
 
   test('limiters with the same name share counters; different prefixes do not', async () => {

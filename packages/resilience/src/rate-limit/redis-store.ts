@@ -14,7 +14,11 @@ import type { Lease, RateLimiter, RateLimiterEvent, RateLimitResult } from './ty
 export interface RedisStoreOptions {
   /** An ioredis client (or cluster) you own: the store never connects, quits or reconfigures it. */
   client: Redis | Cluster;
-  /** Prepended to every key; a limiter's keys are `<prefix><limiter name>:<key>`. Default 'stratus:rl:'. */
+  /**
+   * Prepended to every key; a limiter's keys are `<prefix><algorithm>:<limiter name>:<key>` (the algorithm
+   * keeps limiters of one name but different algorithms apart, as PostgreSQL's table per algorithm does).
+   * Default 'stratus:rl:'.
+   */
   prefix?: string;
   /**
    * Whose clock decides windows and refills. 'server' (default): Redis's own TIME, read inside the script,
@@ -132,7 +136,7 @@ class RedisRateLimiter implements RateLimiter {
     this.leased = algorithm.leased;
     this.name = options.name;
     this.#observer = new LimiterObserver(options.name, options.clock, options.softLimit);
-    this.#keyPrefix = `${owner.prefix}${options.name}:`;
+    this.#keyPrefix = `${owner.prefix}${algorithm.kind}:${options.name}:`;
     const program: RedisProgram = algorithm.redis;
     const params: Record<string, number> = {};
     program.params.forEach((name, i) => {
