@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from './clock.js';
+import { type Clock, MAX_TIMER_MS, type TimerHandle } from './clock.js';
 
 /**
  * Something that expires at a point in time, scheduled on a DeadlineScheduler. The scheduler's bookkeeping
@@ -21,9 +21,6 @@ export interface DeadlineBucket {
 }
 
 const schedulers = new WeakMap<Clock, DeadlineScheduler>();
-
-/** The longest delay a Node timer holds; a longer one fires after 1 ms. Farther deadlines re-arm on firing. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * One real timer per clock for any number of pending deadlines. Deadlines are grouped in buckets of one
@@ -110,6 +107,8 @@ export class DeadlineScheduler {
   #arm(due: number): void {
     if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
     this.#timerDue = due;
+    // Any clock may be a thin wrapper of Node's timers: never ask for more than they hold; farther deadlines
+    // re-arm when the timer fires.
     const delay = Math.min(MAX_TIMER_MS, Math.max(0, due - this.clock.monotonic()));
     this.#timer = this.clock.setTimeout(this.#onTimer, delay, {
       unref: this.#size === 0,
