@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { runChild } from './processes.js';
-import { flushMicrotasks } from './virtual-clock.js';
+import { waitUntil } from './virtual-clock.js';
 
 const fixture = new URL('./fixtures/child.ts', import.meta.url);
 
@@ -20,14 +20,6 @@ function isRunning(pid: number): boolean {
     return !'ZX'.includes(procState(pid));
   } catch {
     return false;
-  }
-}
-
-async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await flushMicrotasks();
   }
 }
 
@@ -66,12 +58,12 @@ describe('runChild', () => {
     const child = runChild(fixture);
     await child.nextMessage(ofType('ready'));
     child.kill('SIGSTOP');
-    await until(() => procState(child.pid) === 'T');
+    await waitUntil(() => procState(child.pid) === 'T');
     child.send({ ping: 'while stopped' });
     child.kill('SIGCONT');
     assert.deepEqual(await child.nextMessage(ofType('pong')), { type: 'pong', ping: 'while stopped' });
     child.kill('SIGSTOP');
-    await until(() => procState(child.pid) === 'T');
+    await waitUntil(() => procState(child.pid) === 'T');
     // stop() resumes a stopped child so it can act on SIGTERM.
     assert.deepEqual(await child.stop(), { code: 0, signal: null });
     assert.ok(child.messages.some(ofType('terminating')));
@@ -91,10 +83,10 @@ describe('runChild', () => {
   it('children of a process die when it exits', async () => {
     const parent = runChild(fixture, { args: ['--spawn-child'] });
     const { pid } = await parent.nextMessage<{ pid: number }>(ofType('grandchild'));
-    await until(() => isRunning(pid));
+    await waitUntil(() => isRunning(pid));
     parent.send({ exit: 0 });
     assert.deepEqual(await parent.exited, { code: 0, signal: null });
-    await until(() => !isRunning(pid));
+    await waitUntil(() => !isRunning(pid));
   });
 
   it('kills a child that outlives its lifetime', async () => {

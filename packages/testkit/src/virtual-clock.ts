@@ -13,6 +13,23 @@ export function flushMicrotasks(): Promise<void> {
 }
 
 /**
+ * Lets I/O and promise reactions run until `condition` holds, for a condition that depends on real I/O (a
+ * server's answer, a child process). Bounded in real time: it fails with `what` instead of hanging.
+ */
+export async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  what = 'the condition holds',
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await flushMicrotasks();
+  }
+}
+
+/**
  * A clock whose time moves only when the test says so. Timers fire in due order (ties in creation order);
  * between two firings the microtask queue is drained, so async code that reacts to a timer by scheduling
  * another one is seen within the same `advance`.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { EventEmitter, InvalidOptionsError, OperationCancelledError } from '@stratus/core';
-import { flushMicrotasks, VirtualClock } from '@stratus/testkit';
+import { flushMicrotasks, VirtualClock, waitUntil } from '@stratus/testkit';
 import { RateLimitedError } from '../errors.js';
 import { concurrencyLimit } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
@@ -11,15 +11,6 @@ import { tokenBucket } from './token-bucket.js';
 import type { RateLimiter, RateLimiterEvent, RateLimitResult } from './types.js';
 
 const value = async () => 42;
-
-/** Lets I/O and promise reactions run until `condition` holds (bounded: fails instead of hanging). */
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await condition()) return;
-    await flushMicrotasks();
-  }
-  assert.fail(`timed out waiting until ${what}`);
-}
 
 /** A promise with its settle functions, for operations the test finishes by hand. */
 function deferred<T = void>() {
@@ -293,9 +284,9 @@ describe('rateLimit policy queueing on a remote store', () => {
     const policy = rateLimit({ limiter, clock, maxWaitMs: 1000 });
     const head = new AbortController();
     const first = policy.execute(value, { signal: head.signal });
-    await until(() => asks.length === 1, 'the first call asks');
+    await waitUntil(() => asks.length === 1, 'the first call asks');
     asks[0]!.resolve(refusal(100));
-    await until(() => policy.queued === 1, 'the first call queues');
+    await waitUntil(() => policy.queued === 1, 'the first call queues');
     const second = policy.execute(value);
     assert.equal(policy.queued, 2);
     await clock.advance(100); // the head asks again
@@ -303,7 +294,7 @@ describe('rateLimit policy queueing on a remote store', () => {
     head.abort();
     await assert.rejects(first, OperationCancelledError);
     asks[1]!.reject(new Error('store down'));
-    await until(() => asks.length === 3, 'the second call asks in its turn');
+    await waitUntil(() => asks.length === 3, 'the second call asks in its turn');
     assert.equal(policy.queued, 1);
     asks[2]!.resolve(grant);
     assert.equal(await second, 42);
@@ -316,7 +307,7 @@ describe('rateLimit policy queueing on a remote store', () => {
     const policy = rateLimit({ limiter, clock, maxWaitMs: 1000 });
     const controller = new AbortController();
     const call = policy.execute(value, { signal: controller.signal });
-    await until(() => asks.length === 1, 'the call asks');
+    await waitUntil(() => asks.length === 1, 'the call asks');
     controller.abort('gone');
     asks[0]!.resolve(refusal(100));
     await assert.rejects(call, (error: unknown) => error instanceof OperationCancelledError);
@@ -350,7 +341,7 @@ for (const suite of suites) {
         },
         { key: 'k' },
       );
-      await until(() => patient.queued === 1, 'the call is queued');
+      await waitUntil(() => patient.queued === 1, 'the call is queued');
       assert.equal(ran, false);
       await clock.advance(100);
       await waiting;
@@ -370,7 +361,7 @@ for (const suite of suites) {
         },
         { key: 'k' },
       );
-      await until(() => policy.queued === 1, 'the call is queued');
+      await waitUntil(() => policy.queued === 1, 'the call is queued');
       await held.lease?.release();
       await clock.advance(99);
       assert.equal(startedAt, undefined);
@@ -385,11 +376,11 @@ for (const suite of suites) {
       const policy = rateLimit({ limiter, clock });
       const gate = deferred();
       const running = policy.execute(() => gate.promise, { key: 'k' });
-      await until(async () => (await limiter.acquire('k', 0)).remaining === 0, 'the lease is held');
+      await waitUntil(async () => (await limiter.acquire('k', 0)).remaining === 0, 'the lease is held');
       await assert.rejects(policy.execute(value, { key: 'k' }), RateLimitedError);
       gate.resolve();
       await running;
-      await until(async () => (await limiter.acquire('k', 0)).remaining === 1, 'the lease is released');
+      await waitUntil(async () => (await limiter.acquire('k', 0)).remaining === 1, 'the lease is released');
     });
   });
 }
