@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
-import { flushMicrotasks, postgresForSuite, VirtualClock } from '@stratus/testkit';
+import { postgresForSuite, VirtualClock, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import { fixedWindow } from './fixed-window.js';
 import { postgresStore } from './postgres-store.js';
@@ -56,9 +56,10 @@ describe('postgres store', { skip: suite.skip }, () => {
       (await pool.query('SELECT count(*)::int AS n FROM timed_fixed_window')).rows[0].n;
     assert.equal(await rows(), 1);
     await clock.advance(5000);
-    // Until the purge has run and scheduled the next one (bounded).
-    for (let i = 0; i < 200 && ((await rows()) > 0 || clock.pendingTimers === 0); i++)
-      await flushMicrotasks();
+    await waitUntil(
+      async () => (await rows()) === 0 && clock.pendingTimers > 0,
+      'the purge has run and scheduled the next one',
+    );
     assert.equal(await rows(), 0);
     assert.equal(clock.pendingTimers, 1, 'the next purge is scheduled');
     store.close();
