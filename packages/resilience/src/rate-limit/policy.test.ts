@@ -246,6 +246,21 @@ describe('rateLimit policy in queueing mode', () => {
     );
     assert.equal(limiter.tryAcquire('default').allowed, true, 'a failed call releases its permit too');
   });
+
+  test('refuses at once a call that asks for more than the limit, instead of blocking the queue', async () => {
+    const clock = new VirtualClock();
+    const limiter = concurrencyLimit({ maxInFlight: 2, clock });
+    const policy = rateLimit({ limiter, clock, maxWaitMs: 5_000 });
+    const gate = deferred();
+    const running = policy.execute(() => gate.promise);
+    await assert.rejects(policy.execute(value, { cost: 3 }), (error: unknown) => {
+      return error instanceof RateLimitedError && error.retryAfterMs === Number.POSITIVE_INFINITY;
+    });
+    assert.equal(policy.queued, 0);
+    assert.equal(await policy.execute(value), 42, 'the next call is not stuck behind it');
+    gate.resolve();
+    await running;
+  });
 });
 
 /** A limiter of a remote store whose answers the test gives by hand, one per acquire, in order. */

@@ -201,9 +201,15 @@ class RateLimit implements RateLimitPolicy {
     const budget = Math.min(this.maxWaitMs, remainingMs(options));
     if (this.queued >= this.maxQueued) throw this.#reject(key, 'queue-full', retryAfterMs, 0);
     // A time-based refusal says exactly when permits return: past the budget, waiting is pointless. Leases
-    // come back when released, at no predictable time, so for them it is worth waiting anyway.
-    if (queue === undefined && !this.limiter.leased && retryAfterMs > budget) {
-      throw this.#reject(key, 'limited', retryAfterMs, 0);
+    // come back when released, at no predictable time, so for them it is worth waiting anyway, unless the
+    // call asks for more than the limit: that never fits (retry-after Infinity), and would block the queue.
+    if ((queue === undefined && !this.limiter.leased && retryAfterMs > budget) || cost > this.limiter.limit) {
+      throw this.#reject(
+        key,
+        'limited',
+        cost > this.limiter.limit ? Number.POSITIVE_INFINITY : retryAfterMs,
+        0,
+      );
     }
     if (queue === undefined) {
       queue = new KeyQueue(this, key);
