@@ -69,7 +69,7 @@ export class RedisCircuitStateStore implements CircuitStateStore {
   }
 
   async read(key: string): Promise<SharedCircuitRecord | undefined> {
-    const [version, data] = await this.#client.hmget(this.#prefix + key, 'v', 'd');
+    const [version, data] = await this.#client.hmget(this.#stateKey(key), 'v', 'd');
     return version && data ? parseCircuitRecord(version, data) : undefined;
   }
 
@@ -81,7 +81,7 @@ export class RedisCircuitStateStore implements CircuitStateStore {
     const [written, version, data] = (await this.#client.eval(
       COMPARE_AND_SET,
       1,
-      this.#prefix + key,
+      this.#stateKey(key),
       expectedVersion,
       JSON.stringify(state),
       this.#channel(key),
@@ -96,7 +96,7 @@ export class RedisCircuitStateStore implements CircuitStateStore {
     const live = (await this.#client.eval(
       REPORT,
       1,
-      `${this.#prefix}${key}:quorum`,
+      `${this.#prefix}quorum:${key}`,
       report.instanceId,
       JSON.stringify(report),
       now,
@@ -131,7 +131,12 @@ export class RedisCircuitStateStore implements CircuitStateStore {
   }
 
   #channel(key: string): string {
-    return `${this.#prefix}${key}:changes`;
+    return `${this.#prefix}changes:${key}`;
+  }
+
+  // The kind leads the key name, so no circuit name (say "x:quorum") can land on another circuit's keys.
+  #stateKey(key: string): string {
+    return `${this.#prefix}state:${key}`;
   }
 
   #subscriberConnection(): Redis {

@@ -121,6 +121,19 @@ function storeContract(pairOf: () => StorePair): void {
     assert.equal((await a.read(k1))?.state, 'open');
   });
 
+  it('keeps a circuit apart from one whose name ends like its quorum or change keys', async () => {
+    const { a } = pairOf();
+    const k = key();
+    const report = { instanceId: 'i1', failing: true, since: T0, expiresAt: T0 + 3000 };
+    assert.equal((await a.report(k, report, T0)).length, 1);
+    for (const suffix of [':quorum', ':changes']) {
+      const created = await a.compareAndSet(`${k}${suffix}`, 0, state());
+      assert.equal(created.written, true, `circuit "${k}${suffix}" could be created`);
+    }
+    assert.equal((await a.compareAndSet(k, 0, state())).written, true);
+    assert.equal((await a.report(k, { ...report, instanceId: 'i2' }, T0)).length, 2);
+  });
+
   it('returns live quorum reports, drops expired ones, and lets an instance withdraw', async () => {
     const { a, b } = pairOf();
     const k = key();
