@@ -129,6 +129,7 @@ describe('fixed window options', () => {
     assert.throws(() => fixedWindow({ limit: 1, windowMs: 0 }), /windowMs/);
     assert.throws(() => fixedWindow({ limit: 1, windowMs: -5 }), /windowMs/);
     assert.throws(() => fixedWindow({ limit: 1, windowMs: 1000, name: '' }), /name/);
+    assert.throws(() => fixedWindow({ limit: 1, windowMs: 1000, name: 'login:v2' }), /without ':'/);
     const limiter = fixedWindow({ limit: 1, windowMs: 1000 });
     assert.throws(() => limiter.tryAcquire('k', -1), /cost/);
     assert.throws(() => limiter.tryAcquire('k', 0.5), /cost/);

@@ -1,4 +1,4 @@
-import { assertObject, type Clock, InvalidOptionsError, systemClock } from '@stratus/core';
+import { assertObject, type Clock, describe, InvalidOptionsError, systemClock } from '@stratus/core';
 import type { Algorithm, RateLimitStore } from './algorithm.js';
 import { MemoryStore } from './memory-store.js';
 import { validateSoftLimit } from './observer.js';
@@ -17,8 +17,9 @@ export function createLimiter(
   options: LimiterOptions & StoreOption,
 ): RateLimiter {
   const name = options.name ?? algorithm.kind;
-  if (typeof name !== 'string' || name === '')
-    throw new InvalidOptionsError('name', 'expected a non-empty string');
+  // Stores key counters as "<name>:<key>": a ':' in the name could make two limiters share one counter.
+  if (typeof name !== 'string' || name === '' || name.includes(':'))
+    throw new InvalidOptionsError('name', `expected a non-empty string without ':', got ${describe(name)}`);
   const clock: Clock = options.clock ?? systemClock;
   assertObject('clock', clock);
   validateSoftLimit(options.softLimit);
