@@ -107,6 +107,7 @@ describe('retry: options', () => {
     assert.equal(policy.backoff.kind, 'exponential');
     assert.equal(policy.name, 'retry');
     assert.equal(retry({ maxAttempts: Number.POSITIVE_INFINITY, budgetMs: 1000 }).maxAttempts, Infinity);
+    assert.throws(() => retry({ maxAttempts: Number.POSITIVE_INFINITY }), /budgetMs/);
     assert.throws(() => retry(null as unknown as RetryOptions), InvalidOptionsError);
   });
 });

@@ -124,6 +124,10 @@ class Retry implements RetryPolicy {
     assertObject('backoff', backoff as unknown);
     assertFunction('backoff.delay', backoff.delay as unknown);
     if (options.budgetMs !== undefined) assertDuration('budgetMs', options.budgetMs);
+    else if (maxAttempts === Number.POSITIVE_INFINITY) {
+      // Retrying forever with no bound in time is a retry storm waiting to happen.
+      throw new InvalidOptionsError('maxAttempts', 'Infinity needs a budgetMs to bound the retries in time');
+    }
     if (options.maxRetryAfterMs !== undefined) assertDuration('maxRetryAfterMs', options.maxRetryAfterMs);
     assertOptionalBoolean('retryPolicyRejections', options.retryPolicyRejections);
     assertOptionalBoolean('honorRetryAfter', options.honorRetryAfter);
