@@ -231,47 +231,40 @@ describe('timeout: what each strategy does after the deadline', () => {
   });
 });
 
+/** An outer timeout around an inner one around 1 s of cooperative work; `seen` is the time the work was given. */
+function nested(clock: VirtualClock, outerMs: number, innerMs: number) {
+  const outer = timeout({ timeoutMs: outerMs, clock });
+  const inner = timeout({ timeoutMs: innerMs, clock });
+  let seen: number | undefined;
+  const call = track(
+    outer.execute(({ signal }) =>
+      inner.execute(
+        (context) => {
+          seen = remainingMs(context.signal);
+          return cooperativeWork(clock, 1000, 'x')(context);
+        },
+        { signal },
+      ),
+    ),
+  );
+  return { call, seen: () => seen };
+}
+
 describe('timeout: nested deadlines take the earliest', () => {
   it('an inner timeout fails at the outer deadline and sees it as its remaining time', async () => {
     const clock = new VirtualClock();
-    const outer = timeout({ timeoutMs: 100, clock });
-    const inner = timeout({ timeoutMs: 500, clock });
-    let seen: number | undefined;
-    const call = track(
-      outer.execute(({ signal }) =>
-        inner.execute(
-          (context) => {
-            seen = remainingMs(context.signal);
-            return cooperativeWork(clock, 1000, 'x')(context);
-          },
-          { signal },
-        ),
-      ),
-    );
+    const { call, seen } = nested(clock, 100, 500);
     await clock.advance(100);
-    assert.equal(seen, 100, 'the inner 500 ms does not extend the outer 100 ms');
+    assert.equal(seen(), 100, 'the inner 500 ms does not extend the outer 100 ms');
     assert.ok(call.error instanceof TimeoutError);
     assert.equal(call.error.timeoutMs, 100);
   });
 
   it('a shorter inner timeout fires first and the outer passes its error on', async () => {
     const clock = new VirtualClock();
-    const outer = timeout({ timeoutMs: 500, clock });
-    const inner = timeout({ timeoutMs: 100, clock });
-    let seen: number | undefined;
-    const call = track(
-      outer.execute(({ signal }) =>
-        inner.execute(
-          (context) => {
-            seen = remainingMs(context.signal);
-            return cooperativeWork(clock, 1000, 'x')(context);
-          },
-          { signal },
-        ),
-      ),
-    );
+    const { call, seen } = nested(clock, 500, 100);
     await clock.advance(100);
-    assert.equal(seen, 100);
+    assert.equal(seen(), 100);
     assert.ok(call.error instanceof TimeoutError);
     assert.equal(call.error.timeoutMs, 100);
   });
