@@ -1,0 +1,71 @@
+import { StratusError } from '@stratus/core';
+
+export class UnknownQueueError extends StratusError {
+  readonly queue: string;
+  constructor(queue: string) {
+    super('ERR_STRATUS_UNKNOWN_QUEUE', `Queue "${queue}" does not exist`);
+    this.queue = queue;
+  }
+}
+
+export class UnknownTopicError extends StratusError {
+  readonly topic: string;
+  constructor(topic: string) {
+    super('ERR_STRATUS_UNKNOWN_TOPIC', `Topic "${topic}" does not exist`);
+    this.topic = topic;
+  }
+}
+
+/** The encoded body is larger than the queue accepts and no claim check is configured to carry it. */
+export class MessageTooLargeError extends StratusError {
+  readonly queue: string;
+  readonly bytes: number;
+  readonly maxBytes: number;
+  constructor(queue: string, bytes: number, maxBytes: number) {
+    super(
+      'ERR_STRATUS_MESSAGE_TOO_LARGE',
+      `Message of ${bytes} bytes exceeds the ${maxBytes}-byte limit of queue "${queue}"; configure a claim check to send large payloads`,
+    );
+    this.queue = queue;
+    this.bytes = bytes;
+    this.maxBytes = maxBytes;
+  }
+}
+
+/** A message given to send or publish is malformed (bad id, priority, header, session id...). */
+export class InvalidMessageError extends StratusError {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super('ERR_STRATUS_INVALID_MESSAGE', `Invalid message ${field}: ${message}`);
+    this.field = field;
+  }
+}
+
+/** The lock of a delivery expired and the message was delivered again; this delivery can no longer settle it. */
+export class MessageLockLostError extends StratusError {
+  readonly queue: string;
+  readonly messageId: string;
+  constructor(queue: string, messageId: string) {
+    super(
+      'ERR_STRATUS_LOCK_LOST',
+      `The lock on message "${messageId}" of queue "${queue}" was lost (it expired and the message was delivered again)`,
+    );
+    this.queue = queue;
+    this.messageId = messageId;
+  }
+}
+
+/** A received body could not be decoded with its content type. Consumers dead-letter such messages at once. */
+export class MessageDecodeError extends StratusError {
+  readonly contentType: string | undefined;
+  constructor(contentType: string | undefined, cause: unknown) {
+    super(
+      'ERR_STRATUS_MESSAGE_DECODE',
+      `Could not decode a message body of content type "${contentType ?? 'none'}"`,
+      {
+        cause,
+      },
+    );
+    this.contentType = contentType;
+  }
+}

@@ -1,0 +1,3 @@
+export * from './backend.js';
+export * from './errors.js';
+export * from './routing.js';
