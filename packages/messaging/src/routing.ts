@@ -25,7 +25,7 @@ function headerMatches(value: string | undefined, condition: HeaderCondition): b
   if (typeof condition === 'string') return value === condition;
   if (Array.isArray(condition)) return value !== undefined && condition.includes(value);
   if ('exists' in condition) return (value !== undefined) === condition.exists;
-  return value !== undefined && value.startsWith((condition as { prefix: string }).prefix);
+  return value?.startsWith((condition as { prefix: string }).prefix) === true;
 }
 
 export function filterMatches(filter: MessageFilter | undefined, message: MessageProperties): boolean {
