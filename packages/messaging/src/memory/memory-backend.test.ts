@@ -1,0 +1,4 @@
+import { messageBackendContract } from '../contract.js';
+import { MemoryMessageBackend } from './memory-backend.js';
+
+messageBackendContract('memory', async () => new MemoryMessageBackend());
