@@ -69,3 +69,12 @@ export class MessageDecodeError extends StratusError {
     this.contentType = contentType;
   }
 }
+
+/** complete, abandon or dead-letter was called on a delivery that was already settled. */
+export class MessageAlreadySettledError extends StratusError {
+  readonly messageId: string;
+  constructor(queue: string, messageId: string) {
+    super('ERR_STRATUS_ALREADY_SETTLED', `Message "${messageId}" of queue "${queue}" was already settled`);
+    this.messageId = messageId;
+  }
+}

@@ -1,0 +1,483 @@
+import {
+  assertDuration,
+  assertInteger,
+  type Backoff,
+  exponentialBackoff,
+  InvalidOptionsError,
+  StratusError,
+  sleep,
+  type TimerHandle,
+} from '@stratus/core';
+import type { RateLimiter } from '@stratus/resilience';
+import { DEAD_LETTER_MAX_DELIVERIES } from './backend.js';
+import { MessageLockLostError } from './errors.js';
+import type { ConsumerEvent } from './events.js';
+import { dueIn, type QueueClient } from './messaging.js';
+import type { ReceivedMessage } from './received-message.js';
+
+export interface SessionContext {
+  readonly id: string;
+  getState<S = unknown>(): Promise<S | undefined>;
+  /** Undefined clears the state. */
+  setState(state: unknown): Promise<void>;
+}
+
+export interface HandlerContext {
+  /** Aborts when the message's lock is lost or the consumer's shutdown deadline passes. */
+  readonly signal: AbortSignal;
+  /** The message's session on a queue with sessions (this consumer holds it while the handler runs). */
+  readonly session: SessionContext | undefined;
+}
+
+/**
+ * Processes one message. Resolve to have it completed (unless the handler settled it itself); throw to have it
+ * abandoned and retried after a backoff, or dead-lettered once it used up the queue's deliveries.
+ */
+export type MessageHandler<T> = (
+  message: ReceivedMessage<T>,
+  context: HandlerContext,
+) => Promise<void> | void;
+
+export interface ConsumerOptions {
+  /** Handlers running at once in this process; default 1. */
+  concurrency?: number;
+  /** Messages locked ahead of free handler slots, to hide the receive round trip; default 0. */
+  prefetch?: number;
+  /** Lock duration of each receive; default the queue's. */
+  lockMs?: number;
+  /** Renew locks of held messages before they expire; default true. */
+  autoRenew?: boolean;
+  /** Stop renewing a message's lock after this long (a handler stuck for good lets its message go); default 5 min. */
+  maxRenewMs?: number;
+  /** Delay before a failed message is delivered again, by delivery count; default exponential 1 s ×2 up to 60 s. */
+  retryBackoff?: Backoff;
+  /**
+   * Queue-Based Load Leveling: a limiter from @stratus/resilience consulted before each handler starts, so a
+   * backlog drains at the limiter's rate (a Redis or PostgreSQL store makes it one rate for all processes).
+   */
+  rateLimit?: RateLimiter;
+  /** Key under which the rate limiter counts; default the queue name. */
+  rateLimitKey?: string;
+  /** Safety-net poll while idle, in case a wake-up signal was missed; default 5 s. */
+  idlePollMs?: number;
+  /** Default deadline of close(); default 30 s. */
+  shutdownTimeoutMs?: number;
+}
+
+/** Why a handler's signal aborted at shutdown. */
+export class ConsumerClosedError extends StratusError {
+  constructor(queue: string) {
+    super(
+      'ERR_STRATUS_CONSUMER_CLOSED',
+      `The consumer of queue "${queue}" shut down before the handler finished`,
+    );
+  }
+}
+
+interface Job {
+  readonly message: ReceivedMessage<unknown>;
+  readonly controller: AbortController;
+  readonly receivedAt: number;
+  running: boolean;
+}
+
+const RECEIVE_RETRY = exponentialBackoff({ initialMs: 100, maxMs: 5000, jitter: 'equal' });
+
+/** Competing Consumers for one queue in this process. Create through `Messaging.consume`. */
+export class Consumer<T> {
+  readonly queue: QueueClient<T>;
+  /** Resolves when the consumer has stopped (after close). */
+  readonly stopped: Promise<void>;
+  readonly #handler: MessageHandler<T>;
+  readonly #emit: (event: ConsumerEvent) => void;
+  readonly #concurrency: number;
+  readonly #prefetch: number;
+  readonly #lockMs: number | undefined;
+  readonly #autoRenew: boolean;
+  readonly #maxRenewMs: number;
+  readonly #retryBackoff: Backoff;
+  readonly #rateLimit: RateLimiter | undefined;
+  readonly #rateLimitKey: string;
+  readonly #idlePollMs: number;
+  readonly #shutdownTimeoutMs: number;
+  /** Received and not yet finished: waiting for a slot (running false) or running. */
+  readonly #held = new Set<Job>();
+  readonly #buffer: Job[] = [];
+  #running = 0;
+  #closing = false;
+  #closed: Promise<void> | undefined;
+  #signalled = false;
+  #wake: (() => void) | undefined;
+  #pumping = false;
+  #renewTimer: TimerHandle | undefined;
+  #processed = 0;
+  #resolveStopped: () => void = () => {};
+  #loop: Promise<void> | undefined;
+  readonly #closeSignal = new AbortController();
+  readonly #jobDoneListeners = new Set<() => void>();
+
+  constructor(
+    queue: QueueClient<T>,
+    handler: MessageHandler<T>,
+    options: ConsumerOptions,
+    emit: (event: ConsumerEvent) => void,
+  ) {
+    if (typeof handler !== 'function') throw new InvalidOptionsError('handler', 'expected a function');
+    const concurrency = options.concurrency ?? 1;
+    assertInteger('concurrency', concurrency, 1, 10_000);
+    const prefetch = options.prefetch ?? 0;
+    assertInteger('prefetch', prefetch, 0, 10_000);
+    if (options.lockMs !== undefined) assertDuration('lockMs', options.lockMs, { allowZero: false });
+    const maxRenewMs = options.maxRenewMs ?? 5 * 60_000;
+    assertDuration('maxRenewMs', maxRenewMs);
+    const idlePollMs = options.idlePollMs ?? 5000;
+    assertDuration('idlePollMs', idlePollMs, { allowZero: false });
+    const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 30_000;
+    assertDuration('shutdownTimeoutMs', shutdownTimeoutMs);
+    this.queue = queue;
+    this.#handler = handler;
+    this.#emit = emit;
+    this.#concurrency = concurrency;
+    this.#prefetch = prefetch;
+    this.#lockMs = options.lockMs;
+    this.#autoRenew = options.autoRenew ?? true;
+    this.#maxRenewMs = maxRenewMs;
+    this.#retryBackoff =
+      options.retryBackoff ?? exponentialBackoff({ initialMs: 1000, maxMs: 60_000, jitter: 'equal' });
+    this.#rateLimit = options.rateLimit;
+    this.#rateLimitKey = options.rateLimitKey ?? queue.name;
+    this.#idlePollMs = idlePollMs;
+    this.#shutdownTimeoutMs = shutdownTimeoutMs;
+    this.stopped = new Promise((resolve) => {
+      this.#resolveStopped = resolve;
+    });
+  }
+
+  /** Handlers running now. */
+  get running(): number {
+    return this.#running;
+  }
+  /** Messages this consumer finished (completed, dead-lettered or abandoned after a failure). */
+  get processed(): number {
+    return this.#processed;
+  }
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /** @internal Called by Messaging.consume. */
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /**
+   * Graceful shutdown: stops receiving, gives prefetched messages back, lets running handlers finish for up to
+   * `timeoutMs`, then aborts the rest (their signal fires) and gives their messages back too.
+   */
+  close(options: { timeoutMs?: number } = {}): Promise<void> {
+    this.#closed ??= this.#shutdown(options.timeoutMs ?? this.#shutdownTimeoutMs);
+    return this.#closed;
+  }
+
+  async #run(): Promise<void> {
+    const { messaging, name } = this.queue;
+    const unwatch = messaging.backend.watch(name, () => this.#signal());
+    let failures = 0;
+    try {
+      const lockMs = this.#lockMs ?? (await this.#settings()).lockDurationMs;
+      while (!this.#closing) {
+        const capacity = this.#concurrency + this.#prefetch - this.#held.size;
+        if (capacity <= 0) {
+          await this.#idle(Number.POSITIVE_INFINITY, false);
+          continue;
+        }
+        let result: Awaited<ReturnType<typeof messaging.backend.receive>>;
+        try {
+          this.#signalled = false;
+          result = await messaging.backend.receive(name, {
+            max: capacity,
+            lockMs,
+            now: messaging.clock.now(),
+          });
+          failures = 0;
+        } catch (error) {
+          failures++;
+          const retryInMs = RECEIVE_RETRY.delay(failures, 0);
+          this.#event({ type: 'receive-failed', error, retryInMs });
+          await this.#idle(retryInMs, false);
+          continue;
+        }
+        if (result.messages.length === 0) {
+          await this.#idle(Math.min(this.#idlePollMs, dueIn(messaging.clock, result.nextDueAt)), true);
+          continue;
+        }
+        const receivedAt = messaging.clock.monotonic();
+        const accepted = await this.queue.accept(result.messages);
+        for (const message of accepted) {
+          const job: Job = { message, controller: new AbortController(), receivedAt, running: false };
+          this.#held.add(job);
+          this.#buffer.push(job);
+        }
+        this.#armRenewal(lockMs);
+        void this.#pump();
+      }
+    } finally {
+      unwatch();
+    }
+  }
+
+  /** Starts buffered messages while slots are free, through the rate limiter when there is one. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (!this.#closing && this.#running < this.#concurrency && this.#buffer.length > 0) {
+        if (this.#rateLimit !== undefined) {
+          const permit = await this.#rateLimit.acquire(this.#rateLimitKey);
+          if (!permit.allowed) {
+            const waitMs = Number.isFinite(permit.retryAfterMs)
+              ? Math.max(1, permit.retryAfterMs)
+              : this.#idlePollMs;
+            await sleep(this.queue.messaging.clock, waitMs, this.#closeSignal.signal).catch(() => {});
+            continue;
+          }
+          if (this.#closing) break;
+        }
+        const job = this.#buffer.shift() as Job;
+        if (!this.#held.has(job)) continue; // its lock was lost while it waited
+        job.running = true;
+        this.#running++;
+        void this.#process(job);
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  async #process(job: Job): Promise<void> {
+    const { message, controller } = job;
+    const { messaging } = this.queue;
+    const started = messaging.clock.monotonic();
+    try {
+      await this.#handler(message as ReceivedMessage<T>, {
+        signal: controller.signal,
+        session: this.#session(message),
+      });
+      if (!message.settled) await message.complete();
+      this.#event({
+        type: 'message-completed',
+        messageId: message.id,
+        deliveryCount: message.deliveryCount,
+        durationMs: messaging.clock.monotonic() - started,
+      });
+    } catch (error) {
+      await this.#failed(job, error);
+    } finally {
+      this.#held.delete(job);
+      this.#running--;
+      this.#processed++;
+      for (const listener of this.#jobDoneListeners) listener();
+      this.#signal();
+      void this.#pump();
+    }
+  }
+
+  async #failed(job: Job, error: unknown): Promise<void> {
+    const { message, controller } = job;
+    if (error instanceof MessageLockLostError) {
+      this.#event({ type: 'lock-lost', messageId: message.id });
+      return;
+    }
+    // Shutdown already gave this message back; a handler that settled it itself owns that outcome.
+    if (message.settled || (this.#closing && controller.signal.aborted)) return;
+    try {
+      const settings = await this.#settings();
+      if (message.deliveryCount >= settings.maxDeliveryCount) {
+        const description = error instanceof Error ? error.message : String(error);
+        await message.deadLetter(DEAD_LETTER_MAX_DELIVERIES, description);
+        this.#event({
+          type: 'message-dead-lettered',
+          messageId: message.id,
+          deliveryCount: message.deliveryCount,
+          reason: DEAD_LETTER_MAX_DELIVERIES,
+          description,
+        });
+        return;
+      }
+      const retryInMs = Math.round(this.#retryBackoff.delay(message.deliveryCount, 0));
+      await message.abandon({ delayMs: retryInMs });
+      this.#event({
+        type: 'message-failed',
+        messageId: message.id,
+        deliveryCount: message.deliveryCount,
+        error,
+        retryInMs,
+      });
+    } catch (settleError) {
+      if (settleError instanceof MessageLockLostError)
+        this.#event({ type: 'lock-lost', messageId: message.id });
+      else this.#event({ type: 'settle-failed', operation: 'abandon', error: settleError });
+    }
+  }
+
+  #session(message: ReceivedMessage<unknown>): SessionContext | undefined {
+    const id = message.sessionId;
+    if (id === undefined) return undefined;
+    const queue = this.queue;
+    return {
+      id,
+      getState: <S>() => queue.getSessionState<S>(id),
+      setState: (state: unknown) => queue.setSessionState(id, state),
+    };
+  }
+
+  /** One timer renews every held lock that is past half its duration, in one batched call. */
+  #armRenewal(lockMs: number): void {
+    if (!this.#autoRenew || this.#renewTimer !== undefined || this.#closing) return;
+    const { messaging } = this.queue;
+    const every = Math.max(1, Math.floor(lockMs / 3));
+    this.#renewTimer = messaging.clock.setTimeout(
+      () => {
+        this.#renewTimer = undefined;
+        void this.#renew(lockMs).finally(() => {
+          if (this.#held.size > 0) this.#armRenewal(lockMs);
+        });
+      },
+      every,
+      { unref: true },
+    );
+  }
+
+  async #renew(lockMs: number): Promise<void> {
+    const { messaging, name } = this.queue;
+    const now = messaging.clock.now();
+    const monotonic = messaging.clock.monotonic();
+    const due = [...this.#held].filter(
+      (job) =>
+        !job.message.settled &&
+        job.message.lockedUntil - now <= lockMs / 2 &&
+        monotonic - job.receivedAt < this.#maxRenewMs,
+    );
+    if (due.length === 0) return;
+    let renewed: (number | undefined)[];
+    try {
+      renewed = await messaging.backend.renewLocks(
+        name,
+        due.map((job) => job.message.lockToken),
+        lockMs,
+        now,
+      );
+    } catch (error) {
+      this.#event({ type: 'settle-failed', operation: 'renew', error });
+      return;
+    }
+    due.forEach((job, i) => {
+      const until = renewed[i];
+      if (until !== undefined) {
+        job.message.extendedTo(until);
+        return;
+      }
+      if (job.message.settled) return;
+      this.#event({ type: 'lock-lost', messageId: job.message.id });
+      job.controller.abort(new MessageLockLostError(name, job.message.id));
+      if (!job.running) this.#held.delete(job);
+    });
+  }
+
+  async #settings() {
+    return this.queue.messaging.settingsOf(this.queue.name);
+  }
+
+  /** Waits for a wake-up (a free slot, a backend signal when `onSignal`, close) or `ms`. */
+  #idle(ms: number, onSignal: boolean): Promise<void> {
+    if (this.#closing || (onSignal && this.#signalled)) {
+      this.#signalled = false;
+      return Promise.resolve();
+    }
+    const { clock } = this.queue.messaging;
+    return new Promise<void>((resolve) => {
+      let timer: TimerHandle | undefined;
+      const done = () => {
+        if (timer !== undefined) clock.clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      this.#wake = done;
+      if (Number.isFinite(ms)) timer = clock.setTimeout(done, ms);
+    });
+  }
+
+  #signal(): void {
+    this.#signalled = true;
+    this.#wake?.();
+  }
+
+  async #shutdown(timeoutMs: number): Promise<void> {
+    assertDuration('timeoutMs', timeoutMs);
+    const { messaging, name } = this.queue;
+    this.#closing = true;
+    this.#closeSignal.abort();
+    this.#wake?.();
+    await this.#loop;
+    let released = 0;
+    for (const job of this.#buffer.splice(0)) {
+      if (!this.#held.delete(job)) continue;
+      if (await this.#release(job)) released++;
+    }
+    const runningAtClose = this.#running;
+    if (this.#running > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = messaging.clock.setTimeout(finish, timeoutMs);
+        const poll = () => (this.#running === 0 ? finish() : undefined);
+        const stopWaiting = this.#onJobDone(poll);
+        function finish() {
+          messaging.clock.clearTimeout(timer);
+          stopWaiting();
+          resolve();
+        }
+        poll();
+      });
+    }
+    const stragglers = [...this.#held];
+    for (const job of stragglers) {
+      job.controller.abort(new ConsumerClosedError(name));
+      if (await this.#release(job)) released++;
+    }
+    if (this.#renewTimer !== undefined) messaging.clock.clearTimeout(this.#renewTimer);
+    this.#event({ type: 'consumer-stopped', drained: runningAtClose - stragglers.length, released });
+    this.#resolveStopped();
+  }
+
+  /** Gives a message back without penalty beyond the delivery it already counted. */
+  async #release(job: Job): Promise<boolean> {
+    if (job.message.settled) return false;
+    try {
+      await job.message.abandon();
+      return true;
+    } catch (error) {
+      if (error instanceof MessageLockLostError)
+        this.#event({ type: 'lock-lost', messageId: job.message.id });
+      else this.#event({ type: 'settle-failed', operation: 'abandon', error });
+      return false;
+    }
+  }
+
+  #onJobDone(listener: () => void): () => void {
+    this.#jobDoneListeners.add(listener);
+    return () => this.#jobDoneListeners.delete(listener);
+  }
+
+  #event(event: DistributiveOmit<ConsumerEvent, 'component' | 'name' | 'queue' | 'at'>): void {
+    const { messaging, name } = this.queue;
+    if (!messaging.events.active) return;
+    this.#emit({
+      ...event,
+      component: 'messaging',
+      name,
+      queue: name,
+      at: messaging.clock.now(),
+    } as ConsumerEvent);
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { GroupCommit } from './group-commit.js';
+
+describe('GroupCommit', () => {
+  it('sends what arrives while a batch is in flight together in the next batch', async () => {
+    const batches: number[][] = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const commit = new GroupCommit<number, number>(async (items) => {
+      batches.push(items);
+      if (batches.length === 1) await gate;
+      return items.map((n) => n * 10);
+    });
+    const first = commit.submit(1);
+    await Promise.resolve();
+    await Promise.resolve();
+    const rest = [commit.submit(2), commit.submit(3), commit.submit(4)];
+    release();
+    assert.deepEqual(await Promise.all([first, ...rest]), [10, 20, 30, 40]);
+    assert.deepEqual(batches, [[1], [2, 3, 4]]);
+  });
+
+  it('caps the batch size', async () => {
+    const sizes: number[] = [];
+    const commit = new GroupCommit<number, number>(async (items) => {
+      sizes.push(items.length);
+      return items;
+    }, 2);
+    await Promise.all([1, 2, 3, 4, 5].map((n) => commit.submit(n)));
+    assert.deepEqual(sizes, [2, 2, 1]);
+  });
+
+  it('rejects every caller of a failed batch and carries on with the next', async () => {
+    let calls = 0;
+    const commit = new GroupCommit<number, number>(async (items) => {
+      calls++;
+      if (calls === 1) throw new Error('connection lost');
+      return items;
+    });
+    const failed = await Promise.allSettled([commit.submit(1), commit.submit(2)]);
+    assert.deepEqual(
+      failed.map((r) => r.status),
+      ['rejected', 'rejected'],
+    );
+    assert.equal(await commit.submit(3), 3);
+  });
+});

@@ -1,0 +1,113 @@
+import type { DeliveredMessage } from './backend.js';
+import { MessageAlreadySettledError } from './errors.js';
+
+/** How a received message settles itself; implemented by the queue client that received it. */
+export interface Settler {
+  complete(message: ReceivedMessage<unknown>): Promise<void>;
+  abandon(message: ReceivedMessage<unknown>, delayMs: number): Promise<void>;
+  deadLetter(
+    message: ReceivedMessage<unknown>,
+    reason: string,
+    description: string | undefined,
+  ): Promise<void>;
+  renew(message: ReceivedMessage<unknown>, lockMs: number | undefined): Promise<number>;
+}
+
+/**
+ * One delivery of a message, locked for this receiver until `lockedUntil`. Settle it exactly once: complete it
+ * when its work is done, abandon it to have it delivered again, or dead-letter it. Settling after the lock was
+ * lost throws MessageLockLostError.
+ */
+export class ReceivedMessage<T> {
+  readonly queue: string;
+  readonly body: T;
+  /** The delivery as the backend returned it (raw body bytes, every property). */
+  readonly delivery: DeliveredMessage;
+  #lockedUntil: number;
+  #settled = false;
+  readonly #settler: Settler;
+
+  constructor(queue: string, body: T, delivery: DeliveredMessage, settler: Settler) {
+    this.queue = queue;
+    this.body = body;
+    this.delivery = delivery;
+    this.#lockedUntil = delivery.lockedUntil;
+    this.#settler = settler;
+  }
+
+  get id(): string {
+    return this.delivery.id;
+  }
+  get sequence(): number {
+    return this.delivery.sequence;
+  }
+  get deliveryCount(): number {
+    return this.delivery.deliveryCount;
+  }
+  get enqueuedAt(): number {
+    return this.delivery.enqueuedAt;
+  }
+  get correlationId(): string | undefined {
+    return this.delivery.correlationId ?? undefined;
+  }
+  get replyTo(): string | undefined {
+    return this.delivery.replyTo ?? undefined;
+  }
+  get subject(): string | undefined {
+    return this.delivery.subject ?? undefined;
+  }
+  get contentType(): string | undefined {
+    return this.delivery.contentType ?? undefined;
+  }
+  get headers(): Readonly<Record<string, string>> {
+    return this.delivery.headers ?? {};
+  }
+  get sessionId(): string | undefined {
+    return this.delivery.sessionId ?? undefined;
+  }
+  get priority(): number {
+    return this.delivery.priority;
+  }
+  get lockToken(): string {
+    return this.delivery.lockToken;
+  }
+  get lockedUntil(): number {
+    return this.#lockedUntil;
+  }
+  /** True once complete, abandon or dead-letter was called. */
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  async complete(): Promise<void> {
+    this.#settle();
+    await this.#settler.complete(this);
+  }
+
+  /** Gives the message back; it is delivered again after `delayMs` (default at once). */
+  async abandon(options: { delayMs?: number } = {}): Promise<void> {
+    this.#settle();
+    await this.#settler.abandon(this, options.delayMs ?? 0);
+  }
+
+  async deadLetter(reason: string, description?: string): Promise<void> {
+    this.#settle();
+    await this.#settler.deadLetter(this, reason, description);
+  }
+
+  /** Extends the lock by `lockMs` (default: the queue's lock duration) from now; resolves with the new expiry. */
+  async renewLock(lockMs?: number): Promise<number> {
+    this.#lockedUntil = await this.#settler.renew(this, lockMs);
+    return this.#lockedUntil;
+  }
+
+  /** @internal Set by the consumer's batched renewals. */
+  extendedTo(lockedUntil: number): void {
+    this.#lockedUntil = lockedUntil;
+  }
+
+  #settle(): void {
+    if (this.#settled) throw new MessageAlreadySettledError(this.queue, this.id);
+    this.#settled = true;
+  }
+}
