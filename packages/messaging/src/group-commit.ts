@@ -42,7 +42,9 @@ export class GroupCommit<I, O> {
     const batch = this.#pending.splice(0, this.#maxBatch);
     try {
       const results = await this.#flush(batch.map((entry) => entry.item));
-      batch.forEach((entry, i) => entry.resolve(results[i] as O));
+      batch.forEach((entry, i) => {
+        entry.resolve(results[i] as O);
+      });
     } catch (error) {
       for (const entry of batch) entry.reject(error);
     } finally {

@@ -155,7 +155,7 @@ describe('Messaging: queues', () => {
     await messaging.createQueue('q');
     const queue = messaging.queue<string>('q');
     await queue.send('later', { delayMs: 5000 });
-    let received: unknown[] | undefined;
+    let received = undefined as unknown[] | undefined;
     void queue.receive({ waitMs: 60_000 }).then((messages) => {
       received = messages;
     });

@@ -179,7 +179,9 @@ export class Messaging {
     const topics = typeof options.topics === 'string' ? [options.topics] : options.topics;
     if (!Array.isArray(topics) || topics.length === 0)
       throw new InvalidOptionsError('topics', 'expected at least one topic');
-    topics.forEach((topic, i) => assertTopicName(topic, `topics[${i}]`, true));
+    topics.forEach((topic, i) => {
+      assertTopicName(topic, `topics[${i}]`, true);
+    });
     if ((await this.backend.getQueue(queue)) === undefined) await this.createQueue(queue, options.queue);
     const subscription: Subscription = { queue, topics, filter: options.filter };
     await this.backend.subscribe(subscription, options.replay ?? 'none', this.clock.now());
