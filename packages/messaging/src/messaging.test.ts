@@ -155,15 +155,15 @@ describe('Messaging: queues', () => {
     await messaging.createQueue('q');
     const queue = messaging.queue<string>('q');
     await queue.send('later', { delayMs: 5000 });
-    let received = undefined as unknown[] | undefined;
+    const result: { received?: unknown[] } = {};
     void queue.receive({ waitMs: 60_000 }).then((messages) => {
-      received = messages;
+      result.received = messages;
     });
     await clock.advance(4999);
-    assert.equal(received, undefined);
+    assert.equal(result.received, undefined);
     await clock.advance(1);
-    await waitUntil(() => received !== undefined, 'the scheduled message arrived');
-    assert.equal(received?.length, 1);
+    await waitUntil(() => result.received !== undefined, 'the scheduled message arrived');
+    assert.equal(result.received?.length, 1);
   });
 
   it('retries a transient backend failure and never a typed error', async () => {
