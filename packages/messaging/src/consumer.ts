@@ -352,12 +352,12 @@ export class Consumer<T> {
     const { messaging, name } = this.queue;
     const now = messaging.clock.now();
     const monotonic = messaging.clock.monotonic();
-    const due = [...this.#held].filter(
-      (job) =>
-        !job.message.settled &&
-        job.message.lockedUntil - now <= lockMs / 2 &&
-        monotonic - job.receivedAt < this.#maxRenewMs,
-    );
+    const due: Job[] = [];
+    for (const job of this.#held) {
+      if (job.message.settled || job.message.lockedUntil - now > lockMs / 2) continue;
+      if (monotonic - job.receivedAt < this.#maxRenewMs) due.push(job);
+      else if (job.message.lockedUntil <= now && !job.controller.signal.aborted) this.#lockLost(job);
+    }
     if (due.length === 0) return;
     let renewed: (number | undefined)[];
     try {
@@ -377,11 +377,15 @@ export class Consumer<T> {
         job.message.extendedTo(until);
         return;
       }
-      if (job.message.settled) return;
-      this.#event({ type: 'lock-lost', messageId: job.message.id });
-      job.controller.abort(new MessageLockLostError(name, job.message.id));
-      if (!job.running) this.#held.delete(job);
+      if (!job.message.settled) this.#lockLost(job);
     });
+  }
+
+  /** The message may be handed to another consumer now: stop working on it. */
+  #lockLost(job: Job): void {
+    this.#event({ type: 'lock-lost', messageId: job.message.id });
+    job.controller.abort(new MessageLockLostError(this.queue.name, job.message.id));
+    if (!job.running) this.#held.delete(job);
   }
 
   async #settings() {

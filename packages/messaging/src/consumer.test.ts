@@ -1,0 +1,305 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { constantBackoff, InvalidOptionsError } from '@stratus/core';
+import { tokenBucket } from '@stratus/resilience';
+import { flushMicrotasks, VirtualClock, waitUntil } from '@stratus/testkit';
+import { DEAD_LETTER_MAX_DELIVERIES } from './backend.js';
+import { ConsumerClosedError } from './consumer.js';
+import { MessageLockLostError } from './errors.js';
+import type { ConsumerEvent } from './events.js';
+import { MemoryMessageBackend } from './memory/memory-backend.js';
+import { Messaging } from './messaging.js';
+import type { QueueOptions } from './options.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+
+async function setup(queueOptions: QueueOptions = {}) {
+  const clock = new VirtualClock({ now: T0 });
+  const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock, retry: false });
+  await messaging.createQueue('work', queueOptions);
+  const events: ConsumerEvent[] = [];
+  messaging.events.on((event) => events.push(event));
+  return { clock, messaging, queue: messaging.queue<number>('work'), events };
+}
+
+/** A handler whose calls stay open until the test releases them. */
+function gatedHandler() {
+  const started: number[] = [];
+  const gates = new Map<number, { release: () => void; fail: (error: Error) => void }>();
+  let running = 0;
+  let maxRunning = 0;
+  const handler = async (message: { body: number }, context: { signal: AbortSignal }) => {
+    started.push(message.body);
+    running++;
+    maxRunning = Math.max(maxRunning, running);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        gates.set(message.body, { release: resolve, fail: reject });
+        context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true });
+      });
+    } finally {
+      running--;
+    }
+  };
+  return {
+    handler,
+    started,
+    release: (body: number) => gates.get(body)?.release(),
+    fail: (body: number, error: Error) => gates.get(body)?.fail(error),
+    get maxRunning() {
+      return maxRunning;
+    },
+  };
+}
+
+describe('Consumer', () => {
+  it('validates its options', async () => {
+    const { messaging } = await setup();
+    assert.throws(() => messaging.consume('work', async () => {}, { concurrency: 0 }), InvalidOptionsError);
+    assert.throws(() => messaging.consume('work', async () => {}, { prefetch: -1 }), { option: 'prefetch' });
+    assert.throws(() => messaging.consume('work', 'nope' as never), { option: 'handler' });
+  });
+
+  it('processes every message once, never more than `concurrency` at a time', async () => {
+    const { messaging, queue } = await setup();
+    await queue.sendBatch(Array.from({ length: 40 }, (_, i) => ({ body: i })));
+    const seen: number[] = [];
+    let running = 0;
+    let maxRunning = 0;
+    const consumer = messaging.consume<number>(
+      'work',
+      async (message) => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        await flushMicrotasks();
+        seen.push(message.body);
+        running--;
+      },
+      { concurrency: 4, prefetch: 2 },
+    );
+    await waitUntil(async () => (await queue.stats()).length === 0, 'the queue drained');
+    await consumer.close();
+    assert.deepEqual(
+      [...seen].sort((a, b) => a - b),
+      Array.from({ length: 40 }, (_, i) => i),
+    );
+    assert.equal(maxRunning, 4);
+    assert.equal(consumer.processed, 40);
+  });
+
+  it('picks up messages sent after it went idle', async () => {
+    const { messaging, queue } = await setup();
+    const seen: number[] = [];
+    const consumer = messaging.consume<number>('work', (message) => {
+      seen.push(message.body);
+    });
+    await flushMicrotasks();
+    await queue.send(7);
+    await waitUntil(() => seen.length === 1, 'the late message was handled');
+    await consumer.close();
+    assert.deepEqual(seen, [7]);
+  });
+
+  it('abandons a failed message with backoff, then dead-letters it with the error after the last delivery', async () => {
+    const { messaging, queue, clock, events } = await setup({ maxDeliveryCount: 3 });
+    await queue.send(1);
+    const attempts: number[] = [];
+    const consumer = messaging.consume<number>(
+      'work',
+      (message) => {
+        attempts.push(message.deliveryCount);
+        throw new Error(`boom ${message.deliveryCount}`);
+      },
+      { retryBackoff: constantBackoff(10_000), idlePollMs: 60_000 },
+    );
+    await waitUntil(() => attempts.length === 1, 'the first attempt');
+    await clock.advance(9_999);
+    assert.deepEqual(attempts, [1], 'not retried before the backoff');
+    await clock.advance(1);
+    await waitUntil(() => attempts.length === 2, 'the second attempt');
+    await clock.advance(10_000);
+    await waitUntil(() => attempts.length === 3, 'the third attempt');
+    await waitUntil(async () => (await queue.stats()).deadLettered === 1, 'the message was dead-lettered');
+    await consumer.close();
+    const [dead] = await queue.listDeadLetters();
+    assert.equal(dead?.deadLetterReason, DEAD_LETTER_MAX_DELIVERIES);
+    assert.equal(dead?.deadLetterDescription, 'boom 3');
+    const failed = events.filter((e) => e.type === 'message-failed');
+    assert.deepEqual(
+      failed.map((e) => e.type === 'message-failed' && e.retryInMs),
+      [10_000, 10_000],
+    );
+    assert.ok(events.some((e) => e.type === 'message-dead-lettered' && e.description === 'boom 3'));
+  });
+
+  it('keeps renewing the lock of a long handler so no one else gets the message', async () => {
+    const { messaging, queue, clock } = await setup({ lockDurationMs: 3000 });
+    await queue.send(1);
+    const gated = gatedHandler();
+    const consumer = messaging.consume<number>('work', gated.handler);
+    await waitUntil(() => gated.started.length === 1, 'the handler started');
+    for (let i = 0; i < 10; i++) await clock.advance(1000);
+    assert.deepEqual(await queue.receive(), [], 'the lock still holds after 10 s');
+    gated.release(1);
+    await waitUntil(async () => (await queue.stats()).length === 0, 'the message was completed');
+    await consumer.close();
+    assert.deepEqual(gated.started, [1]);
+  });
+
+  it('aborts the handler once renewals stop and its lock expires', async () => {
+    const { messaging, queue, clock, events } = await setup({ lockDurationMs: 3000 });
+    await queue.send(1);
+    const reasons: unknown[] = [];
+    const consumer = messaging.consume<number>(
+      'work',
+      async (_message, { signal }) => {
+        await new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        reasons.push(signal.reason);
+        throw signal.reason;
+      },
+      { maxRenewMs: 2000 },
+    );
+    await waitUntil(async () => (await queue.stats()).locked === 1, 'the handler holds the message');
+    await clock.advance(2999);
+    assert.deepEqual(reasons, []);
+    await clock.advance(1);
+    await waitUntil(() => reasons.length === 1, 'the handler was aborted');
+    assert.ok(reasons[0] instanceof MessageLockLostError);
+    assert.ok(events.some((e) => e.type === 'lock-lost'));
+    await waitUntil(
+      async () => (await queue.peek())[0]?.deliveryCount === 2,
+      'the message was delivered again',
+    );
+    const closing = consumer.close({ timeoutMs: 100 });
+    await clock.advance(100);
+    await closing;
+  });
+
+  it('shuts down gracefully: finishes running handlers within the deadline and gives the rest back', async () => {
+    const { messaging, queue, clock, events } = await setup();
+    await queue.sendBatch([{ body: 1 }, { body: 2 }, { body: 3 }]);
+    const gated = gatedHandler();
+    const consumer = messaging.consume<number>('work', gated.handler, { concurrency: 2, prefetch: 1 });
+    await waitUntil(() => gated.started.length === 2, 'two handlers started');
+    const closing = consumer.close({ timeoutMs: 5000 });
+    await flushMicrotasks();
+    gated.release(1);
+    await clock.advance(5000);
+    await closing;
+    const stopped = events.find((e) => e.type === 'consumer-stopped');
+    assert.deepEqual(stopped?.type === 'consumer-stopped' && [stopped.drained, stopped.released], [1, 2]);
+    const stats = await queue.stats();
+    assert.equal(stats.length, 2, 'message 1 completed; 2 (aborted) and 3 (prefetched) are back');
+    assert.equal(stats.available, 2);
+    const again = await queue.receive({ max: 5 });
+    assert.deepEqual(again.map((m) => m.body).sort(), [2, 3]);
+  });
+
+  it('passes the shutdown reason to handlers cut off at the deadline', async () => {
+    const { messaging, queue, clock } = await setup();
+    await queue.send(1);
+    let reason: unknown;
+    const consumer = messaging.consume<number>('work', async (_message, { signal }) => {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      reason = signal.reason;
+    });
+    await waitUntil(async () => (await queue.stats()).locked === 1, 'the handler holds the message');
+    const closing = consumer.close({ timeoutMs: 100 });
+    await clock.advance(100);
+    await closing;
+    assert.ok(reason instanceof ConsumerClosedError);
+  });
+
+  it('levels a burst to the rate limit (Queue-Based Load Leveling)', async () => {
+    const { messaging, queue, clock } = await setup();
+    await queue.sendBatch(Array.from({ length: 30 }, (_, i) => ({ body: i })));
+    const startedAt: number[] = [];
+    const limiter = tokenBucket({ capacity: 1, refillRate: 10, clock });
+    const consumer = messaging.consume<number>(
+      'work',
+      () => {
+        startedAt.push(clock.now() - T0);
+      },
+      { concurrency: 10, rateLimit: limiter },
+    );
+    for (let i = 0; i < 40 && startedAt.length < 30; i++) await clock.advance(100);
+    await consumer.close();
+    assert.equal(startedAt.length, 30);
+    // 10 per second with no burst: the n-th start happens at n × 100 ms.
+    startedAt.forEach((at, n) => {
+      assert.ok(at >= n * 100 - 1 && at <= n * 100 + 100, `start ${n} at ${at} ms`);
+    });
+    for (let second = 0; second < 3; second++) {
+      const inWindow = startedAt.filter((at) => at >= second * 1000 && at < (second + 1) * 1000).length;
+      assert.ok(inWindow <= 10, `${inWindow} starts in second ${second}`);
+    }
+  });
+
+  it('processes each session in order while sessions run in parallel', async () => {
+    const { messaging, clock } = await setup();
+    await messaging.createQueue('orders', { sessions: true });
+    const orders = messaging.queue<{ order: string; step: number }>('orders');
+    const batch = [];
+    for (let step = 0; step < 5; step++) {
+      for (const order of ['A', 'B', 'C']) batch.push({ body: { order, step }, sessionId: order });
+    }
+    await orders.sendBatch(batch);
+    const seen = new Map<string, number[]>();
+    const active = new Set<string>();
+    let parallel = 0;
+    const consumer = messaging.consume<{ order: string; step: number }>(
+      'orders',
+      async (message, { session }) => {
+        const { order, step } = message.body;
+        assert.ok(!active.has(order), 'one message of a session at a time');
+        active.add(order);
+        parallel = Math.max(parallel, active.size);
+        await clock.advance(1);
+        seen.set(order, [...(seen.get(order) ?? []), step]);
+        await session?.setState({ lastStep: step });
+        active.delete(order);
+      },
+      { concurrency: 3 },
+    );
+    await waitUntil(async () => (await orders.stats()).length === 0, 'all sessions drained');
+    await consumer.close();
+    for (const order of ['A', 'B', 'C']) assert.deepEqual(seen.get(order), [0, 1, 2, 3, 4]);
+    assert.equal(parallel, 3);
+    assert.deepEqual(await orders.getSessionState('B'), { lastStep: 4 });
+  });
+
+  it('dead-letters an undecodable message at once without calling the handler', async () => {
+    const { messaging, queue } = await setup();
+    await messaging.backend.send(
+      'work',
+      [{ id: 'garbage', body: new Uint8Array([0xff, 0xfe]), contentType: 'application/json' }],
+      T0,
+    );
+    await queue.send(5);
+    const seen: number[] = [];
+    const consumer = messaging.consume<number>('work', (message) => {
+      seen.push(message.body);
+    });
+    await waitUntil(() => seen.length === 1, 'the good message was handled');
+    await consumer.close();
+    assert.deepEqual(seen, [5]);
+    assert.equal((await queue.listDeadLetters())[0]?.id, 'garbage');
+  });
+
+  it('lets the handler settle the message itself', async () => {
+    const { messaging, queue } = await setup();
+    await queue.sendBatch([{ body: 1 }, { body: 2 }]);
+    const consumer = messaging.consume<number>('work', async (message) => {
+      if (message.body === 1) await message.deadLetter('rejected', 'odd');
+    });
+    await waitUntil(async () => (await queue.stats()).length === 0, 'both settled');
+    await consumer.close();
+    const dead = await queue.listDeadLetters();
+    assert.deepEqual(
+      dead.map((d) => [d.id === undefined ? '' : d.deadLetterReason, d.deadLetterDescription]),
+      [['rejected', 'odd']],
+    );
+  });
+});
