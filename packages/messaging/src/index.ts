@@ -8,5 +8,6 @@ export * from './memory/memory-backend.js';
 export * from './messaging.js';
 export * from './options.js';
 export * from './outgoing.js';
+export * from './priority-queues.js';
 export * from './received-message.js';
 export * from './routing.js';
