@@ -12,6 +12,7 @@ import type {
   DeliveredMessage,
   MessageBackend,
   MessageFilter,
+  OutgoingMessage,
   PublishOutcome,
   QueueSettings,
   QueueStats,
@@ -39,7 +40,13 @@ import {
   type QueueOptions,
   queueSettings,
 } from './options.js';
-import { buildOutgoing, type MessageToSend, type PayloadOffloader, type SendOptions } from './outgoing.js';
+import {
+  buildOutgoing,
+  type MessageToSend,
+  offloadOutgoing,
+  type PayloadOffloader,
+  type SendOptions,
+} from './outgoing.js';
 import { ReceivedMessage, type Settler } from './received-message.js';
 
 /** Reason a consumer or receive gives when a body cannot be decoded. */
@@ -280,11 +287,20 @@ export class QueueClient<T> implements Settler {
   /** Sends messages atomically, in order. */
   async sendBatch(messages: readonly MessageToSend<T>[]): Promise<SendOutcome[]> {
     if (!Array.isArray(messages)) throw new InvalidMessageError('messages', 'expected an array');
+    const context = { codec: this.messaging.codec, now: this.messaging.clock.now() };
+    return this.sendPrepared(messages.map((message) => buildOutgoing(message, context)));
+  }
+
+  /**
+   * Sends messages already validated and encoded (by buildOutgoing, or read back from an outbox): applies the
+   * claim check and the queue's size and session rules, then stores them atomically.
+   */
+  async sendPrepared(prepared: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
     const { messaging } = this;
     const settings = await messaging.settingsOf(this.name);
-    const now = messaging.clock.now();
-    const context = { codec: messaging.codec, offloader: messaging.offloader, now };
-    const outgoing = await Promise.all(messages.map((message) => buildOutgoing(message, context)));
+    const outgoing = await Promise.all(
+      prepared.map((message) => offloadOutgoing(message, messaging.offloader)),
+    );
     for (const message of outgoing) {
       if (message.body.byteLength > settings.maxMessageBytes) {
         throw new MessageTooLargeError(this.name, message.body.byteLength, settings.maxMessageBytes);
@@ -296,6 +312,7 @@ export class QueueClient<T> implements Settler {
         );
       }
     }
+    const now = messaging.clock.now();
     return messaging.withRetry(() => messaging.backend.send(this.name, outgoing, now));
   }
 
@@ -468,14 +485,21 @@ export class TopicClient<T> {
   /** Publishes messages in order; each subscribed queue gets its copies atomically. */
   async publishBatch(messages: readonly MessageToSend<T>[]): Promise<PublishOutcome[]> {
     if (!Array.isArray(messages)) throw new InvalidMessageError('messages', 'expected an array');
+    const context = { codec: this.messaging.codec, now: this.messaging.clock.now() };
+    return this.publishPrepared(messages.map((message) => buildOutgoing(message, context)));
+  }
+
+  /** Publishes messages already validated and encoded (see QueueClient.sendPrepared). */
+  async publishPrepared(prepared: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
     const { messaging } = this;
-    const now = messaging.clock.now();
-    const context = { codec: messaging.codec, offloader: messaging.offloader, now };
-    const outgoing = await Promise.all(messages.map((message) => buildOutgoing(message, context)));
+    const outgoing = await Promise.all(
+      prepared.map((message) => offloadOutgoing(message, messaging.offloader)),
+    );
     for (const message of outgoing) {
       if (message.body.byteLength > this.#maxBytes)
         throw new MessageTooLargeError(this.name, message.body.byteLength, this.#maxBytes);
     }
+    const now = messaging.clock.now();
     return messaging.withRetry(() => messaging.backend.publish(this.name, outgoing, now));
   }
 }

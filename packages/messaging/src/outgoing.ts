@@ -45,15 +45,11 @@ export interface PayloadOffloader {
 
 export interface OutgoingContext {
   readonly codec: Codec;
-  readonly offloader: PayloadOffloader | undefined;
   readonly now: number;
 }
 
-/** Validates, encodes and (when large) offloads one message. Returns the message and its encoded size. */
-export async function buildOutgoing<T>(
-  message: MessageToSend<T>,
-  context: OutgoingContext,
-): Promise<OutgoingMessage> {
+/** Validates and encodes one message (synchronously, so it can run inside a database transaction). */
+export function buildOutgoing<T>(message: MessageToSend<T>, context: OutgoingContext): OutgoingMessage {
   if (typeof message !== 'object' || message === null)
     throw new InvalidMessageError('message', 'expected an object');
   const id = message.id ?? uuidv7();
@@ -89,24 +85,27 @@ export async function buildOutgoing<T>(
   } catch (error) {
     throw new InvalidMessageError('body', error instanceof Error ? error.message : String(error));
   }
-  let body = encoded.bytes;
-  let headers = message.headers;
-  const offloaded = await context.offloader?.offload(body, id);
-  if (offloaded !== undefined) {
-    body = offloaded.body;
-    headers = { ...headers, ...offloaded.headers };
-  }
   const properties: MessageProperties = {
     id,
     contentType: message.contentType ?? encoded.contentType,
     correlationId: message.correlationId,
     replyTo: message.replyTo,
     subject: message.subject,
-    headers,
+    headers: message.headers,
     sessionId: message.sessionId,
     priority: message.priority ?? 0,
   };
-  return { ...properties, body, availableAt, expiresAt };
+  return { ...properties, body: encoded.bytes, availableAt, expiresAt };
+}
+
+/** Moves a large body to the claim check, leaving a reference in the message. */
+export async function offloadOutgoing(
+  message: OutgoingMessage,
+  offloader: PayloadOffloader | undefined,
+): Promise<OutgoingMessage> {
+  const offloaded = await offloader?.offload(message.body, message.id);
+  if (offloaded === undefined) return message;
+  return { ...message, body: offloaded.body, headers: { ...message.headers, ...offloaded.headers } };
 }
 
 function assertTime(field: string, check: () => void): void {
