@@ -194,6 +194,19 @@ describe('S3BlobStore', () => {
     });
   });
 
+  it('throws when DeleteObjects reports keys it could not delete', async () => {
+    const answer =
+      '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>p/k</Key><Code>AccessDenied</Code>' +
+      '<Message>Access Denied</Message></Error></DeleteResult>';
+    const store = new S3BlobStore(options({ fetch: async () => new Response(answer, { status: 200 }) }));
+    await assert.rejects(store.delete(['k']), (error: unknown) => {
+      assert.ok(error instanceof S3RequestError);
+      assert.equal(error.s3Code, 'AccessDenied');
+      assert.match(error.message, /could not delete "p\/k": Access Denied/);
+      return true;
+    });
+  });
+
   describe('against a server that never answers', () => {
     let silent: Server;
     let silentEndpoint: string;

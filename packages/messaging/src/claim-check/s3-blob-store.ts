@@ -75,11 +75,14 @@ const MAX_DELETE_BATCH = 1000;
 
 /**
  * Blobs as objects in an S3-compatible bucket (AWS S3, MinIO, Ceph, R2...), spoken to with `fetch` and our
- * own SigV4 signing: no AWS SDK. Payloads are signed (x-amz-content-sha256 is the body's hash), deletes go in
- * batches of 1000 (DeleteObjects), listings use ListObjectsV2, one request per page; the cursor is the page's last
- * object key, sent back as start-after (positional, so deleting listed blobs between pages is safe, and it works
- * where continuation tokens do not: s3rver's need DES, which OpenSSL 3 no longer offers). `createdAt` is the object's Last-Modified, the server's clock. The store owns no connection
- * beyond its requests: `close` aborts those in flight.
+ * own SigV4 signing: no AWS SDK. Payloads are signed (x-amz-content-sha256 is the body's hash); deletes go in
+ * batches of 1000 (DeleteObjects); listings use ListObjectsV2, one request per page, and the cursor is the page's
+ * last object key, sent back as start-after (positional, so deleting listed blobs between pages is safe).
+ * `createdAt` is the object's Last-Modified: the server's clock, to the second. The store owns no connection
+ * beyond its requests: `close` aborts those in flight. Failed requests are not retried here.
+ *
+ * Permissions: s3:PutObject, s3:GetObject, s3:DeleteObject and s3:ListBucket. Without ListBucket, AWS answers a
+ * GET of a missing key with 403 AccessDenied instead of 404, and `get` throws instead of returning undefined.
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3';
@@ -147,25 +150,29 @@ export class S3BlobStore implements BlobStore {
 
   async put(key: string, body: Uint8Array): Promise<void> {
     assertBlobKey(key);
-    const response = await this.#send('PutObject', {
-      method: 'PUT',
-      path: this.#objectPath(key),
-      headers: { 'content-type': 'application/octet-stream' },
-      body,
-    });
-    await expectOk('PutObject', response);
+    await this.#request(
+      'PutObject',
+      {
+        method: 'PUT',
+        path: this.#objectPath(key),
+        headers: { 'content-type': 'application/octet-stream' },
+        body,
+      },
+      (response) => expectOk('PutObject', response),
+    );
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
     assertBlobKey(key);
-    const response = await this.#send('GetObject', { method: 'GET', path: this.#objectPath(key) });
-    if (response.status === 404) {
-      const error = await errorOf('GetObject', response);
-      if (error.s3Code === 'NoSuchKey') return undefined;
-      throw error;
-    }
-    await expectOk('GetObject', response, false);
-    return new Uint8Array(await this.#read('GetObject', () => response.arrayBuffer()));
+    return this.#request('GetObject', { method: 'GET', path: this.#objectPath(key) }, async (response) => {
+      if (response.status === 404) {
+        const error = await errorOf('GetObject', response);
+        if (error.s3Code === 'NoSuchKey') return undefined;
+        throw error;
+      }
+      if (!response.ok) throw await errorOf('GetObject', response);
+      return new Uint8Array(await response.arrayBuffer());
+    });
   }
 
   async delete(keys: readonly string[]): Promise<void> {
@@ -178,28 +185,31 @@ export class S3BlobStore implements BlobStore {
         '<?xml version="1.0" encoding="UTF-8"?>' +
           `<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>${objects.join('')}</Delete>`,
       );
-      const response = await this.#send('DeleteObjects', {
-        method: 'POST',
-        path: this.#bucketPath || '/',
-        query: { delete: '' },
-        // S3 requires an integrity header on DeleteObjects; Content-MD5 is the one every S3-compatible server takes.
-        headers: {
-          'content-md5': createHash('md5').update(body).digest('base64'),
-          'content-type': 'application/xml',
+      await this.#request(
+        'DeleteObjects',
+        {
+          method: 'POST',
+          path: this.#bucketPath || '/',
+          query: { delete: '' },
+          // S3 requires an integrity header on DeleteObjects; Content-MD5 is the one every S3-compatible server takes.
+          headers: {
+            'content-md5': createHash('md5').update(body).digest('base64'),
+            'content-type': 'application/xml',
+          },
+          body,
         },
-        body,
-      });
-      const xml = await expectOk('DeleteObjects', response);
-      // Quiet mode lists only the keys that failed.
-      const failed = xmlElements(xml, 'Error')[0];
-      if (failed !== undefined) {
-        throw new S3RequestError('DeleteObjects', {
-          status: response.status,
-          s3Code: xmlValue(failed, 'Code') ?? 'Unknown',
-          message: `could not delete "${xmlValue(failed, 'Key')}": ${xmlValue(failed, 'Message') ?? ''}`,
-          requestId: response.headers.get('x-amz-request-id') ?? undefined,
-        });
-      }
+        async (response) => {
+          // Quiet mode lists only the keys that failed.
+          const failed = xmlElements(await expectOk('DeleteObjects', response), 'Error')[0];
+          if (failed === undefined) return;
+          throw new S3RequestError('DeleteObjects', {
+            status: response.status,
+            s3Code: xmlValue(failed, 'Code') ?? 'Unknown',
+            message: `could not delete "${xmlValue(failed, 'Key')}": ${xmlValue(failed, 'Message') ?? ''}`,
+            requestId: response.headers.get('x-amz-request-id') ?? undefined,
+          });
+        },
+      );
     }
   }
 
@@ -208,12 +218,11 @@ export class S3BlobStore implements BlobStore {
     const query: Record<string, string> = { 'list-type': '2', 'max-keys': String(limit) };
     if (this.keyPrefix + prefix !== '') query.prefix = this.keyPrefix + prefix;
     if (cursor !== undefined) query['start-after'] = cursor;
-    const response = await this.#send('ListObjectsV2', {
-      method: 'GET',
-      path: this.#bucketPath || '/',
-      query,
-    });
-    const xml = await expectOk('ListObjectsV2', response);
+    const xml = await this.#request(
+      'ListObjectsV2',
+      { method: 'GET', path: this.#bucketPath || '/', query },
+      (r) => expectOk('ListObjectsV2', r),
+    );
     const blobs: BlobInfo[] = [];
     let last: string | undefined;
     for (const entry of xmlElements(xml, 'Contents')) {
@@ -236,7 +245,11 @@ export class S3BlobStore implements BlobStore {
     return `${this.#bucketPath}/${uriEncodePath(this.keyPrefix + key)}`;
   }
 
-  async #send(
+  /**
+   * Signs and sends one request and reads its answer with `read`, both under the request timeout and the
+   * store's close; an abort or a network failure becomes a typed error.
+   */
+  async #request<T>(
     operation: string,
     request: {
       method: string;
@@ -245,7 +258,8 @@ export class S3BlobStore implements BlobStore {
       headers?: Record<string, string>;
       body?: Uint8Array;
     },
-  ): Promise<Response> {
+    read: (response: Response) => Promise<T>,
+  ): Promise<T> {
     if (this.#closing.signal.aborted) throw new BlobStoreClosedError(this.kind);
     const signed = signRequest(
       {
@@ -260,16 +274,16 @@ export class S3BlobStore implements BlobStore {
     );
     const url = `${this.#origin}${request.path}${signed.query === '' ? '' : `?${signed.query}`}`;
     const signal = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(this.#timeoutMs)]);
-    return this.#read(operation, () =>
-      this.#fetch(url, { method: request.method, headers: signed.headers, body: request.body, signal }),
-    );
-  }
-
-  /** Runs a fetch or a body read, turning an abort or a network failure into a typed error. */
-  async #read<T>(operation: string, run: () => Promise<T>): Promise<T> {
     try {
-      return await run();
+      const response = await this.#fetch(url, {
+        method: request.method,
+        headers: signed.headers,
+        body: request.body,
+        signal,
+      });
+      return await read(response);
     } catch (error) {
+      if (error instanceof S3RequestError) throw error;
       if (this.#closing.signal.aborted) throw new BlobStoreClosedError(this.kind);
       const timedOut = (error as { name?: unknown } | null)?.name === 'TimeoutError';
       throw new S3RequestError(
@@ -307,9 +321,9 @@ function parseEndpoint(endpoint: unknown): URL {
 }
 
 /** The body of a 2xx answer as text; anything else becomes an S3RequestError. */
-async function expectOk(operation: string, response: Response, read = true): Promise<string> {
-  if (response.status < 200 || response.status > 299) throw await errorOf(operation, response);
-  return read ? response.text() : '';
+async function expectOk(operation: string, response: Response): Promise<string> {
+  if (!response.ok) throw await errorOf(operation, response);
+  return response.text();
 }
 
 async function errorOf(operation: string, response: Response): Promise<S3RequestError> {
