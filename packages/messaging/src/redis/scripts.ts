@@ -1,0 +1,750 @@
+import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '../backend.js';
+
+/**
+ * The Lua scripts of the Redis backend: every operation is one script call, atomic on the server.
+ *
+ * Keys of a queue share the hash tag `{name}` (one cluster slot): `<prefix>q:{name}:<kind>` where kind is one
+ * letter, so no queue name can reach another queue's keys:
+ *   m  hash   settings (step, maxd, dupw, ttl, sess, json) and the sequence counter `seq`
+ *   s  hash   sequence -> state record (cmsgpack, see RECORD below), for live and dead messages
+ *   p  hash   sequence -> payload: the properties as JSON, a NUL byte, the body bytes (written by the client)
+ *   a  zset   available messages by rank (members are 16-digit sequences, so equal ranks sort by sequence)
+ *   u  zset   scheduled messages by availableAt
+ *   k  zset   locked messages by lockedUntil
+ *   l  zset   live messages (not completed, not dead) by sequence: peek and the oldest age
+ *   x  zset   dead letters by sequence
+ *   d  zset   message ids seen within the duplicate window, by the time they are forgotten
+ *   w  zset   waiting session messages, members `<sessionId> NUL <sequence>` at score 0 (by session, then sequence)
+ *   h  hash   session id -> sequence of its head (the one available, scheduled or locked message)
+ *   c  hash   session id -> session state
+ *   n         the pub/sub channel that wakes watchers
+ * Shared keys: `<prefix>queues` (set of names), `<prefix>topics` (hash of settings JSON), `<prefix>subscriptions`
+ * (hash queue -> JSON), retained messages in `<prefix>retained` (payloads), `<prefix>retained:meta`,
+ * `<prefix>retained:next` (id counter) and one zset per topic `<prefix>retained:t:<topic>` (ids by time).
+ *
+ * Times are doubles formatted with %.17g (Lua's default tostring keeps only 14 digits, too few for ranks).
+ */
+
+// RECORD: {state, availableAt, deliveryCount, lockedUntil, token, priority, expiresAt, enqueuedAt, sessionId,
+//          deadLetterReason, deadLetterDescription, deadLetteredAt}; absent values are false.
+const CORE = String.raw`
+local AVAILABLE, SCHEDULED, LOCKED, WAITING, DEAD = 1, 2, 3, 4, 5
+local EXPIRED = ${JSON.stringify(DEAD_LETTER_EXPIRED)}
+local MAX_DELIVERIES = ${JSON.stringify(DEAD_LETTER_MAX_DELIVERIES)}
+local MAX_PRIORITY = ${MAX_PRIORITY}
+-- Lua's unpack() takes a few thousand values at most: variadic commands go in chunks.
+local CHUNK = 1000
+-- Bounds the work one receive does on due, expired or dead messages; the rest waits for the next call.
+local SWEEP_LIMIT = 10000
+
+local function fmt(n) return string.format('%.17g', n) end
+local function pad(n) return string.format('%016d', n) end
+
+local function each_chunk(list, fn)
+  local total = #list
+  for i = 1, total, CHUNK do fn(unpack(list, i, math.min(i + CHUNK - 1, total))) end
+end
+
+local function call_all(command, key, list)
+  each_chunk(list, function(...) redis.call(command, key, ...) end)
+end
+
+local function fetch_all(command, key, list)
+  if #list <= CHUNK then return redis.call(command, key, unpack(list)) end
+  local out = {}
+  each_chunk(list, function(...)
+    local part = redis.call(command, key, ...)
+    for i = 1, #part do out[#out + 1] = part[i] end
+  end)
+  return out
+end
+
+local function open_queue(base)
+  local m = redis.call('HMGET', base .. 'm', 'step', 'maxd', 'dupw', 'ttl', 'sess')
+  if not m[1] then return nil end
+  return {
+    base = base, step = tonumber(m[1]), maxd = tonumber(m[2]), dupw = tonumber(m[3]), ttl = tonumber(m[4]),
+    sessions = m[5] == '1', writes = {}, order = {}, wake = false,
+  }
+end
+
+-- Writes are collected per command and key and sent as variadic commands by flush().
+local function put(q, command, kind, a, b)
+  local id = command .. kind
+  local list = q.writes[id]
+  if not list then
+    list = {}
+    q.writes[id] = list
+    q.order[#q.order + 1] = {command, q.base .. kind, list}
+  end
+  list[#list + 1] = a
+  if b ~= nil then list[#list + 1] = b end
+end
+
+local function flush(q)
+  for i = 1, #q.order do
+    local o = q.order[i]
+    call_all(o[1], o[2], o[3])
+  end
+  q.writes = {}
+  q.order = {}
+end
+
+local function finish(q)
+  flush(q)
+  if q.wake then redis.call('PUBLISH', q.base .. 'n', '') end
+end
+
+local function load(q, seq)
+  local raw = redis.call('HGET', q.base .. 's', seq)
+  return raw and cmsgpack.unpack(raw)
+end
+
+local function save(q, seq, r) put(q, 'HSET', 's', seq, cmsgpack.pack(r)) end
+
+local function deliverable(q, seq, r, at, now)
+  r[2] = at
+  r[4] = 0
+  r[5] = false
+  if at > now then
+    r[1] = SCHEDULED
+    put(q, 'ZADD', 'u', fmt(at), seq)
+  else
+    r[1] = AVAILABLE
+    put(q, 'ZADD', 'a', fmt(at + (MAX_PRIORITY - r[6]) * q.step), seq)
+    q.wake = true
+  end
+  save(q, seq, r)
+end
+
+-- The session's head left (completed or dead): the waiting message with the lowest sequence takes its place.
+local function advance(q, seq, r, now)
+  local sid = r[9]
+  if not sid then return end
+  local heads = q.base .. 'h'
+  if redis.call('HGET', heads, sid) ~= seq then return end
+  local waiting = q.base .. 'w'
+  local member = redis.call('ZRANGEBYLEX', waiting, '[' .. sid .. '\0', '(' .. sid .. '\1', 'LIMIT', 0, 1)[1]
+  if not member then
+    redis.call('HDEL', heads, sid)
+    return
+  end
+  redis.call('ZREM', waiting, member)
+  local next_seq = string.sub(member, -16)
+  redis.call('HSET', heads, sid, next_seq)
+  local nr = load(q, next_seq)
+  deliverable(q, next_seq, nr, math.max(nr[2], now), now)
+end
+
+-- The caller has taken the message out of a, u or k.
+local function kill(q, seq, r, reason, description, now)
+  r[1] = DEAD
+  r[4] = 0
+  r[5] = false
+  r[10] = reason
+  r[11] = description
+  r[12] = now
+  save(q, seq, r)
+  put(q, 'ZREM', 'l', seq)
+  put(q, 'ZADD', 'x', seq, seq)
+  advance(q, seq, r, now)
+end
+
+-- A new or resent message joins the live set: behind its session's head, or deliverable.
+local function enter(q, seq, r, at, now)
+  local sid = r[9]
+  if sid then
+    local heads = q.base .. 'h'
+    if redis.call('HEXISTS', heads, sid) == 1 then
+      r[1] = WAITING
+      r[2] = at
+      redis.call('ZADD', q.base .. 'w', 0, sid .. '\0' .. seq)
+      save(q, seq, r)
+      return
+    end
+    redis.call('HSET', heads, sid, seq)
+  end
+  deliverable(q, seq, r, at, now)
+end
+
+-- Messages from ARGV, six values each: id, availableAt or '', expiresAt or '', priority, sessionId or '', payload.
+local function read_messages(from)
+  local list = {}
+  for i = from, #ARGV, 6 do
+    local sid = ARGV[i + 4]
+    list[#list + 1] = {
+      ARGV[i], tonumber(ARGV[i + 1]) or false, tonumber(ARGV[i + 2]) or false, tonumber(ARGV[i + 3]),
+      sid ~= '' and sid or false, ARGV[i + 5],
+    }
+  end
+  return list
+end
+
+-- Stores messages in order, applying the duplicate window, default TTL and session gating. Returns each
+-- message's sequence, 0 for a duplicate.
+local function store(q, messages, now)
+  local result = {}
+  local accepted = {}
+  if q.dupw > 0 then
+    local seen_key = q.base .. 'd'
+    redis.call('ZREMRANGEBYSCORE', seen_key, '-inf', fmt(now))
+    local ids = {}
+    for i = 1, #messages do ids[i] = messages[i][1] end
+    local seen = #ids > 0 and fetch_all('ZMSCORE', seen_key, ids) or {}
+    local in_batch = {}
+    local forget_at = fmt(now + q.dupw)
+    for i = 1, #messages do
+      local id = ids[i]
+      if seen[i] or in_batch[id] then
+        result[i] = 0
+      else
+        in_batch[id] = true
+        accepted[#accepted + 1] = i
+        put(q, 'ZADD', 'd', forget_at, id)
+      end
+    end
+  else
+    for i = 1, #messages do accepted[i] = i end
+  end
+  if #accepted == 0 then return result end
+  local first = redis.call('HINCRBY', q.base .. 'm', 'seq', #accepted) - #accepted
+  local default_expiry = q.ttl and now + q.ttl or false
+  for k = 1, #accepted do
+    local i = accepted[k]
+    local m = messages[i]
+    local n = first + k
+    local seq = pad(n)
+    result[i] = n
+    local r = {
+      AVAILABLE, now, 0, 0, false, m[4], m[3] or default_expiry, now, q.sessions and m[5], false, false, false,
+    }
+    put(q, 'HSET', 'p', seq, m[6])
+    put(q, 'ZADD', 'l', seq, seq)
+    enter(q, seq, r, m[2] or now, now)
+  end
+  return result
+end
+
+-- The record locked under token, or nil when that delivery no longer holds the message.
+local function locked_by(q, token)
+  local seq = string.sub(token, 1, 16)
+  local r = load(q, seq)
+  if not r or r[1] ~= LOCKED or r[5] ~= token then return nil end
+  return seq, r
+end
+
+-- seq state availableAt deliveryCount expiresAt|- enqueuedAt: what the client needs besides the payload.
+local function describe(seq, r)
+  return seq .. ' ' .. r[1] .. ' ' .. fmt(r[2]) .. ' ' .. r[3] .. ' ' .. (r[7] and fmt(r[7]) or '-') .. ' ' .. fmt(r[8])
+end
+
+local function open_or_fail()
+  local q = open_queue(string.sub(KEYS[1], 1, -2))
+  if not q then error({err = 'STRATUS_UNKNOWN_QUEUE'}) end
+  return q
+end
+`;
+
+/** Topic matching and filters, as in routing.ts (evaluated here so publish and replay stay one atomic call). */
+const ROUTING = String.raw`
+local function split_topic(s)
+  local parts = {}
+  for part in string.gmatch(s .. '.', '([^.]*)%.') do parts[#parts + 1] = part end
+  return parts
+end
+
+local function segments_match(p, i, t, j)
+  if i > #p then return j > #t end
+  local segment = p[i]
+  if segment == '#' then
+    return segments_match(p, i + 1, t, j) or (j <= #t and segments_match(p, i, t, j + 1))
+  end
+  if j > #t then return false end
+  return (segment == '*' or segment == t[j]) and segments_match(p, i + 1, t, j + 1)
+end
+
+local function topic_matches(pattern, topic)
+  if not string.find(pattern, '[*#]') then return pattern == topic end
+  return segments_match(split_topic(pattern), 1, split_topic(topic), 1)
+end
+
+local function any_topic_matches(patterns, topic)
+  for i = 1, #patterns do
+    if topic_matches(patterns[i], topic) then return true end
+  end
+  return false
+end
+
+local function contains(list, value)
+  for i = 1, #list do
+    if list[i] == value then return true end
+  end
+  return false
+end
+
+local function header_matches(value, condition)
+  if type(condition) == 'string' then return value == condition end
+  if condition.exists ~= nil then return (value ~= nil) == condition.exists end
+  if condition.prefix ~= nil then
+    return value ~= nil and string.sub(value, 1, #condition.prefix) == condition.prefix
+  end
+  return value ~= nil and contains(condition, value)
+end
+
+local function properties_of(payload)
+  return cjson.decode(string.sub(payload, 1, string.find(payload, '\0', 1, true) - 1))
+end
+
+local function filter_matches(filter, payload)
+  if filter == nil then return true end
+  local props = properties_of(payload)
+  if filter.subject ~= nil then
+    local subject = props.subject
+    if subject == nil then return false end
+    if type(filter.subject) == 'string' then
+      if subject ~= filter.subject then return false end
+    elseif not contains(filter.subject, subject) then
+      return false
+    end
+  end
+  if filter.headers ~= nil then
+    local headers = props.headers or {}
+    for name, condition in pairs(filter.headers) do
+      if not header_matches(headers[name], condition) then return false end
+    end
+  end
+  return true
+end
+
+local function queue_base(prefix, name) return prefix .. 'q:{' .. name .. '}:' end
+
+-- Drops a topic's retained messages published at or before cutoff.
+local function prune_retained(prefix, topic, cutoff)
+  local index = prefix .. 'retained:t:' .. topic
+  local ids = redis.call('ZRANGEBYSCORE', index, '-inf', cutoff)
+  if #ids == 0 then return end
+  call_all('HDEL', prefix .. 'retained', ids)
+  call_all('HDEL', prefix .. 'retained:meta', ids)
+  call_all('ZREM', index, ids)
+end
+
+local function retention_of(settings) return tonumber(cjson.decode(settings).retentionMs) end
+`;
+
+const PUT_QUEUE = `
+-- KEYS: queues, queue meta. ARGV: name, settings JSON, step, maxd, dupw, ttl, sess
+redis.call('HSET', KEYS[2], 'json', ARGV[2], 'step', ARGV[3], 'maxd', ARGV[4], 'dupw', ARGV[5], 'ttl', ARGV[6],
+  'sess', ARGV[7])
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1
+`;
+
+const DELETE_QUEUE = `
+-- KEYS: queues, subscriptions, queue meta. ARGV: name
+if redis.call('SREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+local base = string.sub(KEYS[3], 1, -2)
+local keys = {}
+for kind in string.gmatch('mspauklxdwhc', '.') do keys[#keys + 1] = base .. kind end
+redis.call('UNLINK', unpack(keys))
+return 1
+`;
+
+const SEND = `
+-- KEYS: queue meta. ARGV: now, messages (six values each). Returns sequences, 0 for duplicates.
+local q = open_or_fail()
+local result = store(q, read_messages(2), tonumber(ARGV[1]))
+finish(q)
+return result
+`;
+
+const RECEIVE = `
+-- KEYS: queue meta. ARGV: now, max, lockMs, token nonce.
+-- Returns {nextDueAt or false, then payload and description .. ' ' .. token per message}.
+local q = open_or_fail()
+local now, max, lock_ms, nonce = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local budget = SWEEP_LIMIT
+
+-- Due scheduled messages become available (or die expired); expired locks come back (or die, past the last
+-- delivery), ranked from when their lock ran out.
+local function sweep(kind, due)
+  local seqs = redis.call('ZRANGEBYSCORE', q.base .. kind, '-inf', fmt(now), 'LIMIT', 0, budget)
+  if #seqs == 0 then return end
+  budget = budget - #seqs
+  call_all('ZREM', q.base .. kind, seqs)
+  local raws = fetch_all('HMGET', q.base .. 's', seqs)
+  for i = 1, #seqs do
+    local r = cmsgpack.unpack(raws[i])
+    due(seqs[i], r)
+  end
+end
+sweep('u', function(seq, r)
+  if r[7] and r[7] <= now then kill(q, seq, r, EXPIRED, false, now) else deliverable(q, seq, r, r[2], now) end
+end)
+sweep('k', function(seq, r)
+  if r[3] >= q.maxd then kill(q, seq, r, MAX_DELIVERIES, false, now) else deliverable(q, seq, r, r[4], now) end
+end)
+flush(q)
+
+local locked_until = now + lock_ms
+local taken, records = {}, {}
+while #taken < max and budget > 0 do
+  local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - #taken - 1)
+  if #seqs == 0 then break end
+  redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, #seqs - 1)
+  local raws = fetch_all('HMGET', q.base .. 's', seqs)
+  local killed = false
+  for i = 1, #seqs do
+    local seq, r = seqs[i], cmsgpack.unpack(raws[i])
+    if r[7] and r[7] <= now then
+      -- Expired: dead-lettered instead of delivered; its session's next message may be picked in this call.
+      kill(q, seq, r, EXPIRED, false, now)
+      killed = true
+      budget = budget - 1
+    else
+      r[1] = LOCKED
+      r[3] = r[3] + 1
+      r[4] = locked_until
+      r[5] = seq .. '.' .. nonce .. '.' .. (#taken + 1)
+      save(q, seq, r)
+      put(q, 'ZADD', 'k', fmt(locked_until), seq)
+      taken[#taken + 1] = seq
+      records[#records + 1] = r
+    end
+  end
+  flush(q)
+  if not killed then break end
+end
+
+local reply = {false}
+if #taken == 0 then
+  if redis.call('ZCARD', q.base .. 'a') > 0 then
+    reply[1] = fmt(now)
+  else
+    local scheduled = redis.call('ZRANGE', q.base .. 'u', 0, 0, 'WITHSCORES')[2]
+    local locked = redis.call('ZRANGE', q.base .. 'k', 0, 0, 'WITHSCORES')[2]
+    if scheduled and locked then
+      reply[1] = fmt(math.min(tonumber(scheduled), tonumber(locked)))
+    else
+      reply[1] = scheduled or locked or false
+    end
+  end
+else
+  local payloads = fetch_all('HMGET', q.base .. 'p', taken)
+  for i = 1, #taken do
+    reply[#reply + 1] = payloads[i]
+    reply[#reply + 1] = describe(taken[i], records[i]) .. ' ' .. records[i][5]
+  end
+end
+finish(q)
+return reply
+`;
+
+const RENEW = `
+-- KEYS: queue meta. ARGV: now, lockMs, tokens. Returns the new lockedUntil per token, false where lost.
+local q = open_or_fail()
+local locked_until = tonumber(ARGV[1]) + tonumber(ARGV[2])
+local result = {}
+for i = 3, #ARGV do
+  local seq, r = locked_by(q, ARGV[i])
+  if seq then
+    r[4] = locked_until
+    save(q, seq, r)
+    put(q, 'ZADD', 'k', fmt(locked_until), seq)
+    result[#result + 1] = fmt(locked_until)
+  else
+    result[#result + 1] = false
+  end
+end
+finish(q)
+return result
+`;
+
+const COMPLETE = `
+-- KEYS: queue meta. ARGV: now, tokens. Returns 1 (ok) or 0 (lost) per token.
+local q = open_or_fail()
+local now = tonumber(ARGV[1])
+local seqs = {}
+for i = 2, #ARGV do seqs[#seqs + 1] = string.sub(ARGV[i], 1, 16) end
+local raws = #seqs > 0 and fetch_all('HMGET', q.base .. 's', seqs) or {}
+local result, done = {}, {}
+for i = 1, #seqs do
+  local seq = seqs[i]
+  local r = raws[i] and not done[seq] and cmsgpack.unpack(raws[i])
+  if r and r[1] == LOCKED and r[5] == ARGV[i + 1] then
+    done[seq] = true
+    result[i] = 1
+    put(q, 'HDEL', 's', seq)
+    put(q, 'HDEL', 'p', seq)
+    put(q, 'ZREM', 'k', seq)
+    put(q, 'ZREM', 'l', seq)
+    advance(q, seq, r, now)
+  else
+    result[i] = 0
+  end
+end
+finish(q)
+return result
+`;
+
+const ABANDON = `
+-- KEYS: queue meta. ARGV: now, token, delayMs. Returns 1 (ok) or 0 (lost).
+local q = open_or_fail()
+local now = tonumber(ARGV[1])
+local seq, r = locked_by(q, ARGV[2])
+if not seq then return 0 end
+put(q, 'ZREM', 'k', seq)
+if r[3] >= q.maxd then
+  kill(q, seq, r, MAX_DELIVERIES, false, now)
+else
+  deliverable(q, seq, r, now + tonumber(ARGV[3]), now)
+end
+finish(q)
+return 1
+`;
+
+const DEAD_LETTER = `
+-- KEYS: queue meta. ARGV: now, token, reason, has description ('1' or '0'), description. Returns 1 or 0.
+local q = open_or_fail()
+local seq, r = locked_by(q, ARGV[2])
+if not seq then return 0 end
+put(q, 'ZREM', 'k', seq)
+kill(q, seq, r, ARGV[3], ARGV[4] == '1' and ARGV[5], tonumber(ARGV[1]))
+finish(q)
+return 1
+`;
+
+const PEEK = `
+-- KEYS: queue meta. ARGV: afterSequence, limit. Returns payload and description per message.
+local q = open_or_fail()
+local seqs = redis.call('ZRANGEBYSCORE', q.base .. 'l', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
+if #seqs == 0 then return {} end
+local raws = fetch_all('HMGET', q.base .. 's', seqs)
+local payloads = fetch_all('HMGET', q.base .. 'p', seqs)
+local reply = {}
+for i = 1, #seqs do
+  reply[#reply + 1] = payloads[i]
+  reply[#reply + 1] = describe(seqs[i], cmsgpack.unpack(raws[i]))
+end
+return reply
+`;
+
+const STATS = `
+-- KEYS: queue meta. Returns available, scheduled, locked, waiting, dead, live counts and the oldest enqueuedAt.
+local q = open_or_fail()
+local b = q.base
+local oldest = false
+local first = redis.call('ZRANGE', b .. 'l', 0, 0)[1]
+if first then oldest = fmt(load(q, first)[8]) end
+return {
+  redis.call('ZCARD', b .. 'a'), redis.call('ZCARD', b .. 'u'), redis.call('ZCARD', b .. 'k'),
+  redis.call('ZCARD', b .. 'w'), redis.call('ZCARD', b .. 'x'), redis.call('ZCARD', b .. 'l'), oldest,
+}
+`;
+
+const LIST_DEAD_LETTERS = `
+-- KEYS: queue meta. ARGV: afterSequence, limit.
+-- Returns payload, description, reason, description or false, deadLetteredAt per dead letter.
+local q = open_or_fail()
+local seqs = redis.call('ZRANGEBYSCORE', q.base .. 'x', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
+if #seqs == 0 then return {} end
+local raws = fetch_all('HMGET', q.base .. 's', seqs)
+local payloads = fetch_all('HMGET', q.base .. 'p', seqs)
+local reply = {}
+for i = 1, #seqs do
+  local r = cmsgpack.unpack(raws[i])
+  reply[#reply + 1] = payloads[i]
+  reply[#reply + 1] = describe(seqs[i], r)
+  reply[#reply + 1] = r[10]
+  reply[#reply + 1] = r[11]
+  reply[#reply + 1] = fmt(r[12])
+end
+return reply
+`;
+
+const RESEND_DEAD_LETTERS = `
+-- KEYS: queue meta. ARGV: now, sequences (ascending). Returns how many were resent.
+local q = open_or_fail()
+local now = tonumber(ARGV[1])
+local count = 0
+for i = 2, #ARGV do
+  local seq = pad(tonumber(ARGV[i]))
+  if redis.call('ZREM', q.base .. 'x', seq) == 1 then
+    local r = load(q, seq)
+    r[3] = 0
+    r[10] = false
+    r[11] = false
+    r[12] = false
+    put(q, 'ZADD', 'l', seq, seq)
+    enter(q, seq, r, now, now)
+    count = count + 1
+  end
+end
+finish(q)
+return count
+`;
+
+const PURGE_DEAD_LETTERS = `
+-- KEYS: queue meta. ARGV: 'all', or 'some' and sequences. Returns how many were deleted.
+local q = open_or_fail()
+local dead = q.base .. 'x'
+local seqs
+if ARGV[1] == 'all' then
+  seqs = redis.call('ZRANGE', dead, 0, -1)
+  redis.call('DEL', dead)
+else
+  seqs = {}
+  for i = 2, #ARGV do
+    local seq = pad(tonumber(ARGV[i]))
+    if redis.call('ZREM', dead, seq) == 1 then seqs[#seqs + 1] = seq end
+  end
+end
+call_all('HDEL', q.base .. 's', seqs)
+call_all('HDEL', q.base .. 'p', seqs)
+return #seqs
+`;
+
+const GET_SESSION_STATE = `
+-- KEYS: queue meta. ARGV: session id.
+local q = open_or_fail()
+return redis.call('HGET', q.base .. 'c', ARGV[1])
+`;
+
+const SET_SESSION_STATE = `
+-- KEYS: queue meta. ARGV: session id, 'set' or 'clear', state.
+local q = open_or_fail()
+if ARGV[2] == 'set' then
+  redis.call('HSET', q.base .. 'c', ARGV[1], ARGV[3])
+else
+  redis.call('HDEL', q.base .. 'c', ARGV[1])
+end
+return 1
+`;
+
+const DELETE_TOPIC = `
+-- KEYS: topics. ARGV: name. Returns 1 when it existed.
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+local prefix = string.sub(KEYS[1], 1, -7)
+prune_retained(prefix, ARGV[1], '+inf')
+return 1
+`;
+
+const SUBSCRIBE = `
+-- KEYS: topics, subscriptions, queue meta. ARGV: queue, subscription JSON, replay ('none', 'retained' or
+-- 'since'), since, now. Binds the queue and copies the matching retained messages into it, in publish order.
+local q = open_queue(string.sub(KEYS[3], 1, -2))
+if not q then error({err = 'STRATUS_UNKNOWN_QUEUE'}) end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ARGV[3] == 'none' then return 0 end
+local subscription = cjson.decode(ARGV[2])
+local since = ARGV[3] == 'since' and fmt(tonumber(ARGV[4])) or '-inf'
+local now = tonumber(ARGV[5])
+local prefix = string.sub(KEYS[1], 1, -7)
+local topics = redis.call('HGETALL', KEYS[1])
+local ids = {}
+for i = 1, #topics, 2 do
+  local topic = topics[i]
+  prune_retained(prefix, topic, fmt(now - retention_of(topics[i + 1])))
+  if any_topic_matches(subscription.topics, topic) then
+    local found = redis.call('ZRANGEBYSCORE', prefix .. 'retained:t:' .. topic, since, '+inf')
+    for j = 1, #found do ids[#ids + 1] = found[j] end
+  end
+end
+if #ids == 0 then return 0 end
+table.sort(ids)
+local payloads = fetch_all('HMGET', prefix .. 'retained', ids)
+local metas = fetch_all('HMGET', prefix .. 'retained:meta', ids)
+local messages = {}
+for i = 1, #ids do
+  if filter_matches(subscription.filter, payloads[i]) then
+    local m = cmsgpack.unpack(metas[i])
+    messages[#messages + 1] = {m[1], m[2], m[3], m[4], m[5], payloads[i]}
+  end
+end
+store(q, messages, now)
+finish(q)
+return #messages
+`;
+
+const PUBLISH = `
+-- KEYS: topics, subscriptions, retained id counter. ARGV: topic, now, messages (six values each).
+-- Returns per message the queues that accepted a copy.
+local topic, now = ARGV[1], tonumber(ARGV[2])
+local settings = redis.call('HGET', KEYS[1], topic)
+if not settings then error({err = 'STRATUS_UNKNOWN_TOPIC'}) end
+local prefix = string.sub(KEYS[1], 1, -7)
+local messages = read_messages(3)
+local delivered = {}
+for i = 1, #messages do delivered[i] = {} end
+local subscriptions = redis.call('HGETALL', KEYS[2])
+local queues = {}
+for i = 1, #subscriptions, 2 do
+  local subscription = cjson.decode(subscriptions[i + 1])
+  if any_topic_matches(subscription.topics, topic) then
+    queues[#queues + 1] = {name = subscriptions[i], filter = subscription.filter}
+  end
+end
+table.sort(queues, function(a, b) return a.name < b.name end)
+for _, target in ipairs(queues) do
+  local q = open_queue(queue_base(prefix, target.name))
+  if q then
+    local chosen, positions = {}, {}
+    for i = 1, #messages do
+      if filter_matches(target.filter, messages[i][6]) then
+        chosen[#chosen + 1] = messages[i]
+        positions[#positions + 1] = i
+      end
+    end
+    if #chosen > 0 then
+      local sequences = store(q, chosen, now)
+      for k = 1, #chosen do
+        if sequences[k] ~= 0 then table.insert(delivered[positions[k]], target.name) end
+      end
+      finish(q)
+    end
+  end
+end
+local retention = retention_of(settings)
+if retention > 0 and #messages > 0 then
+  local last = redis.call('INCRBY', KEYS[3], #messages)
+  local payloads, metas, index = {}, {}, {}
+  for i = 1, #messages do
+    local m = messages[i]
+    local id = pad(last - #messages + i)
+    payloads[#payloads + 1] = id
+    payloads[#payloads + 1] = m[6]
+    metas[#metas + 1] = id
+    metas[#metas + 1] = cmsgpack.pack({m[1], m[2], m[3], m[4], m[5]})
+    index[#index + 1] = fmt(now)
+    index[#index + 1] = id
+  end
+  call_all('HSET', prefix .. 'retained', payloads)
+  call_all('HSET', prefix .. 'retained:meta', metas)
+  call_all('ZADD', prefix .. 'retained:t:' .. topic, index)
+end
+prune_retained(prefix, topic, fmt(now - retention))
+return delivered
+`;
+
+export const SCRIPTS = {
+  putQueue: PUT_QUEUE,
+  deleteQueue: DELETE_QUEUE,
+  send: CORE + SEND,
+  receive: CORE + RECEIVE,
+  renew: CORE + RENEW,
+  complete: CORE + COMPLETE,
+  abandon: CORE + ABANDON,
+  deadLetter: CORE + DEAD_LETTER,
+  peek: CORE + PEEK,
+  stats: CORE + STATS,
+  listDeadLetters: CORE + LIST_DEAD_LETTERS,
+  resendDeadLetters: CORE + RESEND_DEAD_LETTERS,
+  purgeDeadLetters: CORE + PURGE_DEAD_LETTERS,
+  getSessionState: CORE + GET_SESSION_STATE,
+  setSessionState: CORE + SET_SESSION_STATE,
+  deleteTopic: CORE + ROUTING + DELETE_TOPIC,
+  subscribe: CORE + ROUTING + SUBSCRIBE,
+  publish: CORE + ROUTING + PUBLISH,
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
