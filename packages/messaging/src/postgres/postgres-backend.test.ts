@@ -1,0 +1,288 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { postgresForSuite, waitUntil } from '@stratus/testkit';
+import pg from 'pg';
+import type { OutgoingMessage, QueueSettings } from '../backend.js';
+import { messageBackendContract } from '../contract.js';
+import { topicMatches } from '../routing.js';
+import { type PostgresMessageBackend, postgresMessageBackend } from './postgres-backend.js';
+import { topicPatternRegex } from './topic-regex.js';
+
+const suite = await postgresForSuite('messaging-postgres');
+
+const settings: QueueSettings = {
+  lockDurationMs: 30_000,
+  maxDeliveryCount: 10,
+  duplicateWindowMs: 60_000,
+  defaultTtlMs: undefined,
+  maxMessageBytes: 256 * 1024,
+  priority: { policy: 'strict' },
+  sessions: false,
+};
+const T0 = 1_750_000_000_000;
+const text = (value: string) => new TextEncoder().encode(value);
+const msg = (id: string, extra: Partial<OutgoingMessage> = {}): OutgoingMessage => ({
+  id,
+  body: text(id),
+  ...extra,
+});
+
+describe('PostgresMessageBackend', { skip: suite.skip }, () => {
+  const url = suite.url as string;
+  after(() => suite.release());
+
+  messageBackendContract('postgres', async () => postgresMessageBackend({ connectionString: url }));
+
+  describe('on PostgreSQL', () => {
+    const pools: pg.Pool[] = [];
+    const backends: PostgresMessageBackend[] = [];
+    let admin: pg.Pool;
+
+    /** A backend on a pool of its own, as another process would have. */
+    function open(schema = 'stratus'): PostgresMessageBackend {
+      const pool = new pg.Pool({ connectionString: url, max: 4 });
+      pool.on('error', () => {});
+      pools.push(pool);
+      const backend = postgresMessageBackend({ pool, schema });
+      backends.push(backend);
+      return backend;
+    }
+
+    before(() => {
+      admin = new pg.Pool({ connectionString: url, max: 2 });
+    });
+    after(async () => {
+      for (const backend of backends) await backend.close();
+      for (const pool of pools) await pool.end();
+      await admin.end();
+    });
+
+    it('validates its options', () => {
+      assert.throws(() => postgresMessageBackend({}), /pool/);
+      assert.throws(
+        () => postgresMessageBackend({ connectionString: url, pool: new pg.Pool() as pg.Pool }),
+        /pool/,
+      );
+      assert.throws(() => postgresMessageBackend({ connectionString: url, schema: 'Bad-Name' }), /schema/);
+    });
+
+    it('migrates once when several instances start at the same time', async () => {
+      const starting = Array.from({ length: 4 }, () => open('concurrent_migrations'));
+      await Promise.all(starting.map((backend) => backend.migrate()));
+      const { rows } = await admin.query('SELECT version FROM concurrent_migrations.migrations');
+      assert.deepEqual(
+        rows.map((row) => row.version),
+        [1],
+      );
+      await (starting[0] as PostgresMessageBackend).putQueue('after-migration', settings);
+      assert.deepEqual(await (starting[3] as PostgresMessageBackend).listQueues(), ['after-migration']);
+    });
+
+    it('never gives one message to two instances competing on separate pools', async () => {
+      const [a, b] = [open(), open()] as const;
+      const queue = `compete-${Date.now()}`;
+      await a.putQueue(queue, settings);
+      const total = 600;
+      for (let i = 0; i < total; i += 200) {
+        await a.send(
+          queue,
+          Array.from({ length: 200 }, (_, j) => msg(`m${i + j}`)),
+          T0,
+        );
+      }
+      const seen: string[] = [];
+      const worker = async (backend: PostgresMessageBackend, max: number) => {
+        for (let round = 0; round < 1000; round++) {
+          const { messages } = await backend.receive(queue, { max, lockMs: 60_000, now: T0 });
+          if (messages.length === 0) return;
+          seen.push(...messages.map((m) => m.id));
+          const outcomes = await backend.complete(
+            queue,
+            messages.map((m) => m.lockToken),
+            T0,
+          );
+          assert.ok(outcomes.every((outcome) => outcome === 'ok'));
+        }
+      };
+      await Promise.all([1, 3, 1, 5, 2, 1].flatMap((max) => [worker(a, max), worker(b, max)]));
+      assert.equal(seen.length, total);
+      assert.equal(new Set(seen).size, total);
+    });
+
+    it('keeps sessions in order across instances', async () => {
+      const [a, b] = [open(), open()] as const;
+      const queue = `sessions-${Date.now()}`;
+      await a.putQueue(queue, { ...settings, sessions: true });
+      const sessions = ['A', 'B', 'C'];
+      // Sent concurrently from both instances, one message per call, so gating races with completions.
+      const sending = Promise.all(
+        sessions.map(async (session) => {
+          for (let i = 0; i < 30; i++) {
+            await (i % 2 === 0 ? a : b).send(queue, [msg(`${session}-${i}`, { sessionId: session })], T0);
+          }
+        }),
+      );
+      const order = new Map<string, number[]>();
+      const holding = new Set<string>();
+      let done = false;
+      const worker = async (backend: PostgresMessageBackend) => {
+        for (let round = 0; round < 2000 && !done; round++) {
+          const { messages } = await backend.receive(queue, { max: 2, lockMs: 60_000, now: T0 });
+          if (messages.length === 0) {
+            await new Promise((resolve) => setTimeout(resolve, 2));
+            continue;
+          }
+          for (const m of messages) {
+            const session = m.sessionId as string;
+            assert.ok(!holding.has(session), `session ${session} delivered twice at once`);
+            holding.add(session);
+            order.set(session, [...(order.get(session) ?? []), Number(m.id.split('-')[1])]);
+          }
+          for (const m of messages) holding.delete(m.sessionId as string);
+          await backend.complete(
+            queue,
+            messages.map((m) => m.lockToken),
+            T0,
+          );
+        }
+      };
+      const workers = Promise.all([a, b, a, b].map(worker));
+      await sending;
+      await waitUntil(async () => (await a.stats(queue, T0)).length === 0, 'the queue to drain', 20_000);
+      done = true;
+      await workers;
+      for (const session of sessions) {
+        assert.deepEqual(
+          order.get(session),
+          Array.from({ length: 30 }, (_, i) => i),
+        );
+      }
+    });
+
+    it('wakes a watcher in another instance through NOTIFY', async () => {
+      const [watching, sending] = [open(), open()] as const;
+      const queue = `notify-${Date.now()}`;
+      await sending.putQueue(queue, settings);
+      await watching.migrate();
+      let wakes = 0;
+      const stop = watching.watch(queue, () => wakes++);
+      try {
+        // The first LISTEN wakes once (nothing sent before it could be heard); then only sends do.
+        await waitUntil(() => wakes > 0, 'LISTEN to take effect', 5000);
+        const before = wakes;
+        await sending.send(queue, [msg('ping')], T0);
+        await waitUntil(() => wakes > before, 'the notification', 5000);
+      } finally {
+        stop();
+      }
+    });
+
+    it('listens again after its connection is terminated', async () => {
+      // A schema of its own, so that its channel has no other listener.
+      const [watching, sending] = [open('relisten'), open('relisten')] as const;
+      const queue = `relisten-${Date.now()}`;
+      await sending.putQueue(queue, settings);
+      let wakes = 0;
+      const stop = watching.watch(queue, () => wakes++);
+      try {
+        await waitUntil(() => wakes > 0, 'LISTEN to take effect', 5000);
+        const listenerPid = async () => {
+          const { rows } = await admin.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN "stratus_relisten"'`,
+          );
+          return rows.map((row) => row.pid);
+        };
+        const [pid] = await listenerPid();
+        assert.ok(pid !== undefined);
+        await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        const woken = wakes;
+        // Re-LISTEN wakes every watcher once, since notifications may have been missed meanwhile.
+        await waitUntil(() => wakes > woken, 'LISTEN again', 10_000);
+        assert.ok(!(await listenerPid()).includes(pid));
+        const before = wakes;
+        await sending.send(queue, [msg('after-reconnect')], T0);
+        await waitUntil(() => wakes > before, 'the notification after reconnecting', 5000);
+      } finally {
+        stop();
+      }
+    });
+
+    it('works again after its connections are killed', async () => {
+      const backend = open();
+      const queue = `killed-${Date.now()}`;
+      await backend.putQueue(queue, settings);
+      await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      );
+      // The pool notices dead idle connections on use; an operation may fail with the pg error, then it works.
+      let sent = false;
+      for (let attempt = 0; attempt < 5 && !sent; attempt++) {
+        sent = await backend.send(queue, [msg('survivor')], T0).then(
+          () => true,
+          () => false,
+        );
+      }
+      assert.ok(sent);
+      assert.equal((await backend.stats(queue, T0)).available, 1);
+    });
+
+    it('group-commits concurrent single sends, each caller getting its own outcome', async () => {
+      const backend = open();
+      const queue = `group-${Date.now()}`;
+      await backend.putQueue(queue, settings);
+      const ids = Array.from({ length: 200 }, (_, i) => `g${i % 150}`);
+      const outcomes = await Promise.all(ids.map((id, i) => backend.send(queue, [msg(id)], T0 + i)));
+      assert.equal(outcomes.filter(([o]) => o?.accepted).length, 150);
+      const accepted = outcomes.flat().filter((o) => o.accepted);
+      assert.equal(new Set(accepted.map((o) => o.sequence)).size, 150);
+      const peeked = await backend.peek(queue, { limit: 500 });
+      assert.equal(peeked.length, 150);
+      // Each message keeps its own caller's time.
+      assert.ok(peeked.every((m) => m.enqueuedAt === T0 + Number(m.id.slice(1))));
+    });
+
+    it('fails only the caller whose message PostgreSQL refuses', async () => {
+      const backend = open();
+      const queue = `refused-${Date.now()}`;
+      await backend.putQueue(queue, settings);
+      const results = await Promise.allSettled([
+        backend.send(queue, [msg('fine-1')], T0),
+        backend.send(queue, [msg('fine-2')], T0),
+        backend.send(queue, [msg('nul\u0000id')], T0),
+        backend.send(queue, [msg('fine-3')], T0),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+      );
+      assert.equal((await backend.stats(queue, T0)).available, 3);
+    });
+
+    it('matches topic patterns in SQL exactly as topicMatches does', async () => {
+      const patterns = [
+        'a.b',
+        'a.*',
+        'a.#',
+        '#',
+        '*',
+        '#.b',
+        'a.#.b',
+        '*.*',
+        'a.*.#',
+        'x+y.(z)',
+        'a.b.#.#',
+        '',
+      ];
+      const topics = ['a', 'a.b', 'a.b.c', 'a.x.b', 'b', 'x+y.(z)', 'a..b', '', 'a.b.b'];
+      const pairs = patterns.flatMap((pattern) => topics.map((topic) => ({ pattern, topic })));
+      const { rows } = await admin.query<{ matches: boolean[] }>(
+        `SELECT array_agg(('.' || t) ~ r ORDER BY i) AS matches FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, r, i)`,
+        [pairs.map((p) => p.topic), pairs.map((p) => topicPatternRegex(p.pattern))],
+      );
+      assert.deepEqual(
+        rows[0]?.matches,
+        pairs.map((p) => topicMatches(p.pattern, p.topic)),
+      );
+    });
+  });
+});

@@ -1,0 +1,709 @@
+import { createHash } from 'node:crypto';
+import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '../backend.js';
+
+/**
+ * The PostgreSQL schema of the message backend: tables, indexes and the plpgsql functions that make every
+ * operation one round trip. Everything lives in one schema (default `stratus`), so several independent
+ * installations can share a database.
+ *
+ * Migrations are append-only: a released entry is never edited; a change is a new entry. `migrate` in
+ * postgres-backend.ts applies the missing ones under an advisory lock.
+ *
+ * Notes on concurrency (READ COMMITTED):
+ * - Receivers pick with FOR UPDATE SKIP LOCKED in (rank, sequence) order, so competing receivers never wait on
+ *   each other and never take the same message.
+ * - Session gating: every statement that decides whether a session message is the head (send, resend) or that
+ *   promotes the next one (complete, dead-letter) first takes a transaction advisory lock per (queue, session) in
+ *   a separate statement. plpgsql takes a fresh snapshot per statement, so the decision sees everything committed
+ *   before the lock was granted and nothing can slip in until commit: a session never has two heads, and a
+ *   message sent while its head completes is either promoted by the completion or sees the head gone.
+ * - publish takes a shared advisory lock and subscribe an exclusive one, so a subscription's replay of retained
+ *   messages and concurrent publishes neither miss nor double a message.
+ * - NOTIFY is sent from inside the functions, so it goes out exactly when the transaction commits.
+ */
+
+/** Errors raised by the functions; the backend maps them to the typed errors. */
+export const UNKNOWN_QUEUE_SQLSTATE = 'STQ01';
+export const UNKNOWN_TOPIC_SQLSTATE = 'STT01';
+
+/** A stable bigint advisory-lock key for a name (60 bits of its SHA-1, so it is a positive bigint). */
+export function advisoryKey(name: string): string {
+  return BigInt(`0x${createHash('sha1').update(`stratus:${name}`).digest('hex').slice(0, 15)}`).toString();
+}
+
+/** The LISTEN/NOTIFY channel of a schema; the payload is the queue name. */
+export function channelOf(schema: string): string {
+  return `stratus_${schema}`;
+}
+
+/**
+ * When a scheduled message falls due or a lock expires: time-based transitions wait in one index. `m` is a table
+ * alias prefix ('m.') or '' (the index expression itself).
+ */
+const due = (m: string) =>
+  `(CASE WHEN ${m}state = 'scheduled' THEN ${m}available_at ELSE ${m}locked_until END)`;
+
+function firstMigration(schema: string): string {
+  const S = `"${schema}"`;
+  const channel = `'${channelOf(schema)}'`;
+  const rank = (at: string, priority: string) => `${at} + (${MAX_PRIORITY} - ${priority}) * q.priority_step`;
+  const lookupQueue = (name: string) => `
+    SELECT * INTO q FROM ${S}.queues WHERE name = ${name};
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'unknown queue %', ${name} USING ERRCODE = '${UNKNOWN_QUEUE_SQLSTATE}';
+    END IF;`;
+  // One advisory lock per (queue, session), taken in key order so that two transactions never wait on each other.
+  const lockSessions = (keys: string) => `
+    PERFORM pg_advisory_xact_lock(q.id, l.k)
+    FROM (SELECT DISTINCT hashtext(s) AS k FROM unnest(${keys}) AS s WHERE s IS NOT NULL ORDER BY 1) AS l;`;
+  // Shared by publish, exclusive for subscribe: a constant key per schema in the single-bigint lock space.
+  const topicLock = advisoryKey(`topics:${schema}`);
+
+  return `
+CREATE SEQUENCE ${S}.message_sequence;
+
+CREATE TABLE ${S}.queues (
+  id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name text NOT NULL UNIQUE,
+  lock_duration_ms float8 NOT NULL,
+  max_delivery_count float8 NOT NULL,
+  duplicate_window_ms float8 NOT NULL,
+  default_ttl_ms float8,
+  max_message_bytes float8 NOT NULL,
+  priority_policy text NOT NULL,
+  aging_ms float8,
+  -- What one priority step is worth in rank (rankOf in backend.ts).
+  priority_step float8 NOT NULL,
+  sessions boolean NOT NULL
+);
+
+-- Times are epoch milliseconds from the caller's clock, as float8 like JavaScript numbers.
+CREATE TABLE ${S}.messages (
+  queue_id int NOT NULL,
+  sequence bigint NOT NULL,
+  state text NOT NULL,
+  rank float8 NOT NULL,
+  available_at float8 NOT NULL,
+  locked_until float8,
+  lock_token uuid,
+  delivery_count int NOT NULL DEFAULT 0,
+  priority smallint NOT NULL,
+  -- The session id when the queue orders sessions (gating key); the sessionId property itself is in props.
+  session_key text,
+  enqueued_at float8 NOT NULL,
+  expires_at float8,
+  dead_at float8,
+  id text NOT NULL,
+  props json,
+  dead_reason text,
+  dead_description text,
+  body bytea NOT NULL,
+  PRIMARY KEY (queue_id, sequence)
+) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01,
+        autovacuum_vacuum_cost_delay = 0);
+
+-- receive: the available messages in delivery order.
+CREATE INDEX messages_available ON ${S}.messages (queue_id, rank, sequence) WHERE state = 'available';
+-- receive: scheduled messages falling due and locks expiring; nextDueAt.
+CREATE INDEX messages_due ON ${S}.messages (queue_id, ${due('')}) WHERE state IN ('scheduled', 'locked');
+-- session gating and promotion.
+CREATE INDEX messages_session ON ${S}.messages (queue_id, session_key, sequence)
+  WHERE session_key IS NOT NULL AND state <> 'dead';
+-- dead-letter listing, resend and purge.
+CREATE INDEX messages_dead ON ${S}.messages (queue_id, sequence) WHERE state = 'dead';
+
+-- Message ids seen within each queue's duplicate window.
+CREATE TABLE ${S}.dedup (
+  queue_id int NOT NULL,
+  id text NOT NULL,
+  seen_at float8 NOT NULL,
+  expires_at float8 NOT NULL,
+  PRIMARY KEY (queue_id, id)
+) WITH (autovacuum_vacuum_scale_factor = 0.02);
+CREATE INDEX dedup_expires ON ${S}.dedup (expires_at);
+
+CREATE TABLE ${S}.sessions (
+  queue_id int NOT NULL,
+  session_id text NOT NULL,
+  state bytea NOT NULL,
+  PRIMARY KEY (queue_id, session_id)
+);
+
+CREATE TABLE ${S}.topics (
+  id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name text NOT NULL UNIQUE,
+  retention_ms float8 NOT NULL
+);
+
+-- Published messages kept for replay into new subscriptions, as they were published.
+CREATE TABLE ${S}.retained (
+  topic_id int NOT NULL,
+  sequence bigint GENERATED ALWAYS AS IDENTITY,
+  published_at float8 NOT NULL,
+  id text NOT NULL,
+  props json,
+  priority smallint,
+  session_id text,
+  available_at float8,
+  expires_at float8,
+  body bytea NOT NULL,
+  PRIMARY KEY (topic_id, sequence)
+);
+CREATE INDEX retained_published ON ${S}.retained (topic_id, published_at);
+
+CREATE TABLE ${S}.subscriptions (
+  queue_id int PRIMARY KEY,
+  -- Publish fans out in subscription order; rebinding keeps the place.
+  position bigint GENERATED ALWAYS AS IDENTITY,
+  topics text[] NOT NULL,
+  -- The topic patterns as anchored regular expressions over '.' || topic (see topic-regex.ts).
+  patterns text[] NOT NULL,
+  filter jsonb
+);
+
+CREATE FUNCTION ${S}.header_matches(v text, c jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE jsonb_typeof(c)
+    WHEN 'string' THEN v IS NOT NULL AND v = c #>> '{}'
+    WHEN 'array' THEN v IS NOT NULL AND c @> to_jsonb(v)
+    ELSE CASE WHEN c ? 'exists' THEN (v IS NOT NULL) = (c ->> 'exists')::boolean
+              ELSE v IS NOT NULL AND starts_with(v, c ->> 'prefix') END
+  END
+$$;
+
+-- filterMatches of routing.ts over a message's props.
+CREATE FUNCTION ${S}.filter_matches(f jsonb, props json) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT f IS NULL OR (
+    (NOT f ? 'subject' OR (props ->> 'subject' IS NOT NULL AND CASE jsonb_typeof(f -> 'subject')
+       WHEN 'array' THEN f -> 'subject' @> to_jsonb(props ->> 'subject')
+       ELSE f ->> 'subject' = props ->> 'subject' END))
+    AND NOT EXISTS (
+      SELECT 1 FROM jsonb_each(coalesce(f -> 'headers', '{}')) AS c
+      WHERE NOT ${S}.header_matches(props -> 'headers' ->> c.key, c.value))
+  )
+$$;
+
+-- Makes the next waiting message of each given session its head once the head left (completed or dead).
+CREATE FUNCTION ${S}.advance_sessions(q ${S}.queues, p_keys text[], p_now float8) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  promoted int;
+BEGIN
+  ${lockSessions('p_keys')}
+  WITH next AS (
+    SELECT DISTINCT ON (w.session_key) w.sequence FROM ${S}.messages w
+    WHERE w.queue_id = q.id AND w.session_key = ANY (p_keys) AND w.state = 'waiting'
+      AND NOT EXISTS (
+        SELECT 1 FROM ${S}.messages h
+        WHERE h.queue_id = q.id AND h.session_key = w.session_key AND h.state IN ('available', 'scheduled', 'locked'))
+    ORDER BY w.session_key, w.sequence
+  )
+  UPDATE ${S}.messages m SET
+    state = CASE WHEN m.available_at > p_now THEN 'scheduled' ELSE 'available' END,
+    available_at = greatest(m.available_at, p_now),
+    rank = ${rank('greatest(m.available_at, p_now)', 'm.priority')}
+  FROM next WHERE m.queue_id = q.id AND m.sequence = next.sequence;
+  GET DIAGNOSTICS promoted = ROW_COUNT;
+  IF promoted > 0 THEN
+    PERFORM pg_notify(${channel}, q.name);
+  END IF;
+END
+$$;
+
+-- Stores messages in order with duplicate detection and session gating; returns (ordinal, sequence) of the
+-- accepted ones. p_pick selects ordinals of the arrays (NULL: all). Each message has its own now (group commit).
+CREATE FUNCTION ${S}.enqueue(q ${S}.queues, p_nows float8[], p_ids text[], p_bodies bytea[], p_props json[],
+  p_priorities smallint[], p_session_ids text[], p_available_ats float8[], p_expires_ats float8[], p_pick int[])
+RETURNS TABLE (ord int, sequence bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  IF q.sessions THEN
+    ${lockSessions('p_session_ids')}
+  END IF;
+  RETURN QUERY
+  WITH input AS (
+    SELECT i.ord::int AS ord, i.now, i.id, i.body, i.props, coalesce(i.priority, 0)::smallint AS priority,
+      CASE WHEN q.sessions THEN i.session_id END AS session_key,
+      coalesce(i.available_at, i.now) AS available_at,
+      coalesce(i.expires_at, i.now + q.default_ttl_ms) AS expires_at,
+      row_number() OVER (PARTITION BY i.id ORDER BY i.ord) AS copy
+    FROM unnest(p_nows, p_ids, p_bodies, p_props, p_priorities, p_session_ids, p_available_ats, p_expires_ats)
+      WITH ORDINALITY AS i(now, id, body, props, priority, session_id, available_at, expires_at, ord)
+    WHERE p_pick IS NULL OR i.ord = ANY (p_pick)
+  ), claimed AS (
+    -- The first copy of an id claims it unless a claim within the window exists; ids in order against deadlocks.
+    INSERT INTO ${S}.dedup AS d (queue_id, id, seen_at, expires_at)
+    SELECT q.id, i.id, i.now, i.now + q.duplicate_window_ms FROM input i
+    WHERE q.duplicate_window_ms > 0 AND i.copy = 1
+    ORDER BY i.id
+    ON CONFLICT (queue_id, id) DO UPDATE SET seen_at = excluded.seen_at, expires_at = excluded.expires_at
+      WHERE d.expires_at <= excluded.seen_at
+    RETURNING d.id
+  ), accepted AS (
+    -- nextval runs after the sort, so sequences follow the batch order.
+    SELECT i.*, nextval('${S}.message_sequence') AS sequence FROM input i
+    WHERE q.duplicate_window_ms <= 0 OR (i.copy = 1 AND i.id IN (SELECT c.id FROM claimed c))
+    ORDER BY i.ord
+  ), gated AS (
+    SELECT a.*, a.session_key IS NOT NULL AND (
+        row_number() OVER (PARTITION BY a.session_key ORDER BY a.ord) > 1
+        OR EXISTS (SELECT 1 FROM ${S}.messages m
+                   WHERE m.queue_id = q.id AND m.session_key = a.session_key AND m.state <> 'dead')) AS waits
+    FROM accepted a
+  ), inserted AS (
+    INSERT INTO ${S}.messages (queue_id, sequence, state, rank, available_at, priority, session_key, enqueued_at,
+      expires_at, id, props, body)
+    SELECT q.id, g.sequence,
+      CASE WHEN g.waits THEN 'waiting' WHEN g.available_at > g.now THEN 'scheduled' ELSE 'available' END,
+      ${rank('g.available_at', 'g.priority')}, g.available_at, g.priority, g.session_key, g.now, g.expires_at,
+      g.id, g.props, g.body
+    FROM gated g
+  )
+  SELECT a.ord, a.sequence FROM accepted a;
+  IF FOUND THEN
+    PERFORM pg_notify(${channel}, q.name);
+  END IF;
+END
+$$;
+
+CREATE FUNCTION ${S}.send(p_queue text, p_nows float8[], p_ids text[], p_bodies bytea[], p_props json[],
+  p_priorities smallint[], p_session_ids text[], p_available_ats float8[], p_expires_ats float8[])
+RETURNS TABLE (ord int, sequence bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  q ${S}.queues;
+BEGIN
+  ${lookupQueue('p_queue')}
+  RETURN QUERY SELECT e.ord, e.sequence FROM ${S}.enqueue(q, p_nows, p_ids, p_bodies, p_props, p_priorities,
+    p_session_ids, p_available_ats, p_expires_ats, NULL) AS e;
+  -- Housekeeping: now and then, forget ids whose window has passed (a stale claim is reclaimed anyway).
+  IF q.duplicate_window_ms > 0 AND random() < 0.01 THEN
+    DELETE FROM ${S}.dedup d WHERE (d.queue_id, d.id) IN (
+      SELECT x.queue_id, x.id FROM ${S}.dedup x WHERE x.expires_at <= p_nows[1]
+      LIMIT 1000 FOR UPDATE SKIP LOCKED);
+  END IF;
+END
+$$;
+
+CREATE FUNCTION ${S}.receive(p_queue text, p_max int, p_lock_ms float8, p_now float8)
+RETURNS TABLE (sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
+  next_due_at float8)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  q ${S}.queues;
+  picked bigint[] := '{}';
+  round_locked bigint[];
+  round_dead bigint;
+  ended text[];
+  rounds int := 0;
+BEGIN
+  ${lookupQueue('p_queue')}
+  -- (1) due scheduled messages become available (or die, expired); (2) expired locks come back (or die).
+  WITH due AS (
+    SELECT m.sequence,
+      CASE WHEN m.state = 'scheduled' THEN m.expires_at <= p_now
+           ELSE m.delivery_count >= q.max_delivery_count END AS dies,
+      CASE WHEN m.state = 'scheduled' THEN '${DEAD_LETTER_EXPIRED}' ELSE '${DEAD_LETTER_MAX_DELIVERIES}' END AS reason,
+      CASE WHEN m.state = 'scheduled' THEN m.available_at ELSE m.locked_until END AS at
+    FROM ${S}.messages m
+    WHERE m.queue_id = q.id AND m.state IN ('scheduled', 'locked') AND ${due('m.')} <= p_now
+    ORDER BY ${due('m.')} LIMIT 5000
+    FOR UPDATE SKIP LOCKED
+  ), moved AS (
+    UPDATE ${S}.messages m SET
+      state = CASE WHEN d.dies THEN 'dead' ELSE 'available' END,
+      available_at = CASE WHEN d.dies THEN m.available_at ELSE d.at END,
+      rank = CASE WHEN d.dies THEN m.rank ELSE ${rank('d.at', 'm.priority')} END,
+      lock_token = NULL,
+      locked_until = NULL,
+      dead_reason = CASE WHEN d.dies THEN d.reason END,
+      dead_at = CASE WHEN d.dies THEN p_now END
+    FROM due d WHERE m.queue_id = q.id AND m.sequence = d.sequence
+    RETURNING m.state, m.session_key
+  )
+  SELECT array_agg(DISTINCT mv.session_key) FILTER (WHERE mv.state = 'dead' AND mv.session_key IS NOT NULL)
+    INTO ended FROM moved mv;
+  IF ended IS NOT NULL THEN
+    PERFORM ${S}.advance_sessions(q, ended, p_now);
+  END IF;
+
+  -- (3) pick in (rank, sequence) order, skipping what others hold; expired ones die and we pick again.
+  LOOP
+    rounds := rounds + 1;
+    WITH pick AS (
+      SELECT m.sequence, coalesce(m.expires_at <= p_now, false) AS expired FROM ${S}.messages m
+      WHERE m.queue_id = q.id AND m.state = 'available'
+      ORDER BY m.rank, m.sequence
+      LIMIT p_max - cardinality(picked)
+      FOR UPDATE SKIP LOCKED
+    ), taken AS (
+      UPDATE ${S}.messages m SET
+        state = CASE WHEN p.expired THEN 'dead' ELSE 'locked' END,
+        delivery_count = m.delivery_count + CASE WHEN p.expired THEN 0 ELSE 1 END,
+        lock_token = CASE WHEN p.expired THEN NULL ELSE gen_random_uuid() END,
+        locked_until = CASE WHEN p.expired THEN NULL ELSE p_now + p_lock_ms END,
+        dead_reason = CASE WHEN p.expired THEN '${DEAD_LETTER_EXPIRED}' END,
+        dead_at = CASE WHEN p.expired THEN p_now END
+      FROM pick p WHERE m.queue_id = q.id AND m.sequence = p.sequence
+      RETURNING m.sequence, m.rank, p.expired, m.session_key
+    )
+    SELECT coalesce(array_agg(t.sequence ORDER BY t.rank, t.sequence) FILTER (WHERE NOT t.expired), '{}'),
+      count(*) FILTER (WHERE t.expired),
+      array_agg(DISTINCT t.session_key) FILTER (WHERE t.expired AND t.session_key IS NOT NULL)
+      INTO round_locked, round_dead, ended
+    FROM taken t;
+    picked := picked || round_locked;
+    IF ended IS NOT NULL THEN
+      PERFORM ${S}.advance_sessions(q, ended, p_now);
+    END IF;
+    EXIT WHEN round_dead = 0 OR cardinality(picked) >= p_max OR rounds >= 100;
+  END LOOP;
+
+  IF cardinality(picked) > 0 THEN
+    RETURN QUERY
+    SELECT m.sequence, m.id, m.body, m.props, m.priority, m.enqueued_at, m.available_at, m.expires_at,
+      m.delivery_count, m.lock_token, m.locked_until, NULL::float8
+    FROM unnest(picked) WITH ORDINALITY AS p(sequence, ord)
+    JOIN ${S}.messages m ON m.queue_id = q.id AND m.sequence = p.sequence
+    ORDER BY p.ord;
+  ELSE
+    -- Nothing to deliver: one row carrying only when to look again (none when nothing is pending).
+    RETURN QUERY
+    SELECT NULL::bigint, NULL::text, NULL::bytea, NULL::json, NULL::smallint, NULL::float8, NULL::float8,
+      NULL::float8, NULL::int, NULL::uuid, NULL::float8, min(${due('')})
+    FROM ${S}.messages WHERE queue_id = q.id AND state IN ('scheduled', 'locked')
+    HAVING min(${due('')}) IS NOT NULL;
+  END IF;
+END
+$$;
+
+CREATE FUNCTION ${S}.renew(p_queue text, p_sequences bigint[], p_tokens uuid[], p_lock_ms float8, p_now float8)
+RETURNS TABLE (ord int, locked_until float8)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  q ${S}.queues;
+BEGIN
+  ${lookupQueue('p_queue')}
+  RETURN QUERY
+  UPDATE ${S}.messages m SET locked_until = p_now + p_lock_ms
+  FROM unnest(p_sequences, p_tokens) WITH ORDINALITY AS t(sequence, token, ord)
+  WHERE m.queue_id = q.id AND m.sequence = t.sequence AND m.lock_token = t.token AND m.state = 'locked'
+  RETURNING t.ord::int, m.locked_until;
+END
+$$;
+
+-- Deletes the messages of the given deliveries; returns the ordinals that were still held. p_nows: per token.
+CREATE FUNCTION ${S}.complete(p_queue text, p_sequences bigint[], p_tokens uuid[], p_nows float8[])
+RETURNS SETOF int
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+  done int[];
+  ended text[];
+  ended_at float8;
+BEGIN
+  ${lookupQueue('p_queue')}
+  WITH gone AS (
+    DELETE FROM ${S}.messages m
+    USING unnest(p_sequences, p_tokens, p_nows) WITH ORDINALITY AS t(sequence, token, now, ord)
+    WHERE m.queue_id = q.id AND m.sequence = t.sequence AND m.lock_token = t.token AND m.state = 'locked'
+    RETURNING t.ord::int AS ord, t.now, m.session_key
+  )
+  SELECT array_agg(g.ord), array_agg(g.session_key) FILTER (WHERE g.session_key IS NOT NULL),
+    max(g.now) FILTER (WHERE g.session_key IS NOT NULL)
+    INTO done, ended, ended_at
+  FROM gone g;
+  IF ended IS NOT NULL THEN
+    PERFORM ${S}.advance_sessions(q, ended, ended_at);
+  END IF;
+  RETURN QUERY SELECT unnest(done);
+END
+$$;
+
+CREATE FUNCTION ${S}.abandon(p_queue text, p_sequence bigint, p_token uuid, p_delay_ms float8, p_now float8)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+  new_state text;
+  v_key text;
+BEGIN
+  ${lookupQueue('p_queue')}
+  UPDATE ${S}.messages m SET
+    state = CASE WHEN m.delivery_count >= q.max_delivery_count THEN 'dead'
+                 WHEN p_now + p_delay_ms > p_now THEN 'scheduled' ELSE 'available' END,
+    available_at = CASE WHEN m.delivery_count >= q.max_delivery_count THEN m.available_at ELSE p_now + p_delay_ms END,
+    rank = CASE WHEN m.delivery_count >= q.max_delivery_count THEN m.rank
+                ELSE ${rank('(p_now + p_delay_ms)', 'm.priority')} END,
+    lock_token = NULL,
+    locked_until = NULL,
+    dead_reason = CASE WHEN m.delivery_count >= q.max_delivery_count THEN '${DEAD_LETTER_MAX_DELIVERIES}' END,
+    dead_at = CASE WHEN m.delivery_count >= q.max_delivery_count THEN p_now END
+  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token AND m.state = 'locked'
+  RETURNING m.state, m.session_key INTO new_state, v_key;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  IF new_state = 'dead' AND v_key IS NOT NULL THEN
+    PERFORM ${S}.advance_sessions(q, ARRAY[v_key], p_now);
+  ELSIF new_state = 'available' THEN
+    PERFORM pg_notify(${channel}, q.name);
+  END IF;
+  RETURN true;
+END
+$$;
+
+CREATE FUNCTION ${S}.dead_letter(p_queue text, p_sequence bigint, p_token uuid, p_reason text,
+  p_description text, p_now float8)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+  v_key text;
+BEGIN
+  ${lookupQueue('p_queue')}
+  UPDATE ${S}.messages m SET state = 'dead', lock_token = NULL, locked_until = NULL,
+    dead_reason = p_reason, dead_description = p_description, dead_at = p_now
+  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token AND m.state = 'locked'
+  RETURNING m.session_key INTO v_key;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  IF v_key IS NOT NULL THEN
+    PERFORM ${S}.advance_sessions(q, ARRAY[v_key], p_now);
+  END IF;
+  RETURN true;
+END
+$$;
+
+-- Live messages (p_dead false) or dead letters (true) after a sequence, in sequence order.
+CREATE FUNCTION ${S}.list_messages(p_queue text, p_dead boolean, p_after bigint, p_limit int)
+RETURNS SETOF ${S}.messages
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+BEGIN
+  ${lookupQueue('p_queue')}
+  IF p_dead THEN
+    RETURN QUERY SELECT * FROM ${S}.messages m
+      WHERE m.queue_id = q.id AND m.state = 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit;
+  ELSE
+    RETURN QUERY SELECT * FROM ${S}.messages m
+      WHERE m.queue_id = q.id AND m.state <> 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit;
+  END IF;
+END
+$$;
+
+CREATE FUNCTION ${S}.stats(p_queue text)
+RETURNS TABLE (available bigint, scheduled bigint, locked bigint, waiting bigint, dead bigint, oldest float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+BEGIN
+  ${lookupQueue('p_queue')}
+  RETURN QUERY
+  SELECT count(*) FILTER (WHERE m.state = 'available'), count(*) FILTER (WHERE m.state = 'scheduled'),
+    count(*) FILTER (WHERE m.state = 'locked'), count(*) FILTER (WHERE m.state = 'waiting'),
+    count(*) FILTER (WHERE m.state = 'dead'), min(m.enqueued_at) FILTER (WHERE m.state <> 'dead')
+  FROM ${S}.messages m WHERE m.queue_id = q.id;
+END
+$$;
+
+CREATE FUNCTION ${S}.resend(p_queue text, p_sequences bigint[], p_now float8) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+  keys text[];
+  resent int;
+BEGIN
+  ${lookupQueue('p_queue')}
+  SELECT array_agg(d.session_key) INTO keys FROM (
+    SELECT m.session_key FROM ${S}.messages m
+    WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.state = 'dead'
+    FOR UPDATE
+  ) AS d;
+  IF keys IS NOT NULL THEN
+    ${lockSessions('keys')}
+  END IF;
+  WITH target AS (
+    SELECT m.sequence, m.session_key IS NOT NULL AND (
+        row_number() OVER (PARTITION BY m.session_key ORDER BY m.sequence) > 1
+        OR EXISTS (SELECT 1 FROM ${S}.messages h
+                   WHERE h.queue_id = q.id AND h.session_key = m.session_key AND h.state <> 'dead')) AS waits
+    FROM ${S}.messages m
+    WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.state = 'dead'
+  )
+  UPDATE ${S}.messages m SET
+    state = CASE WHEN t.waits THEN 'waiting' ELSE 'available' END,
+    available_at = p_now, rank = ${rank('p_now', 'm.priority')}, delivery_count = 0,
+    dead_reason = NULL, dead_description = NULL, dead_at = NULL
+  FROM target t WHERE m.queue_id = q.id AND m.sequence = t.sequence;
+  GET DIAGNOSTICS resent = ROW_COUNT;
+  IF resent > 0 THEN
+    PERFORM pg_notify(${channel}, q.name);
+  END IF;
+  RETURN resent;
+END
+$$;
+
+CREATE FUNCTION ${S}.purge(p_queue text, p_sequences bigint[]) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+  purged int;
+BEGIN
+  ${lookupQueue('p_queue')}
+  DELETE FROM ${S}.messages m
+  WHERE m.queue_id = q.id AND m.state = 'dead' AND (p_sequences IS NULL OR m.sequence = ANY (p_sequences));
+  GET DIAGNOSTICS purged = ROW_COUNT;
+  RETURN purged;
+END
+$$;
+
+CREATE FUNCTION ${S}.get_session_state(p_queue text, p_session text) RETURNS TABLE (state bytea)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  q ${S}.queues;
+BEGIN
+  ${lookupQueue('p_queue')}
+  RETURN QUERY SELECT s.state FROM ${S}.sessions s WHERE s.queue_id = q.id AND s.session_id = p_session;
+END
+$$;
+
+CREATE FUNCTION ${S}.set_session_state(p_queue text, p_session text, p_state bytea) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+BEGIN
+  ${lookupQueue('p_queue')}
+  IF p_state IS NULL THEN
+    DELETE FROM ${S}.sessions WHERE queue_id = q.id AND session_id = p_session;
+  ELSE
+    INSERT INTO ${S}.sessions (queue_id, session_id, state) VALUES (q.id, p_session, p_state)
+    ON CONFLICT (queue_id, session_id) DO UPDATE SET state = excluded.state;
+  END IF;
+END
+$$;
+
+CREATE FUNCTION ${S}.delete_queue(p_queue text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  gone int;
+BEGIN
+  DELETE FROM ${S}.queues WHERE name = p_queue RETURNING id INTO gone;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  DELETE FROM ${S}.messages WHERE queue_id = gone;
+  DELETE FROM ${S}.dedup WHERE queue_id = gone;
+  DELETE FROM ${S}.sessions WHERE queue_id = gone;
+  DELETE FROM ${S}.subscriptions WHERE queue_id = gone;
+  RETURN true;
+END
+$$;
+
+CREATE FUNCTION ${S}.delete_topic(p_topic text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  gone int;
+BEGIN
+  DELETE FROM ${S}.topics WHERE name = p_topic RETURNING id INTO gone;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  DELETE FROM ${S}.retained WHERE topic_id = gone;
+  RETURN true;
+END
+$$;
+
+-- Binds the queue and, when p_since is not NULL, copies the retained messages published since then (all:
+-- '-Infinity') that match into it, under the exclusive topic lock.
+CREATE FUNCTION ${S}.subscribe(p_queue text, p_topics text[], p_patterns text[], p_filter jsonb, p_since float8,
+  p_now float8)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  q ${S}.queues;
+  r record;
+BEGIN
+  PERFORM pg_advisory_xact_lock(${topicLock});
+  ${lookupQueue('p_queue')}
+  INSERT INTO ${S}.subscriptions (queue_id, topics, patterns, filter) VALUES (q.id, p_topics, p_patterns, p_filter)
+  ON CONFLICT (queue_id) DO UPDATE SET topics = excluded.topics, patterns = excluded.patterns, filter = excluded.filter;
+  IF p_since IS NULL THEN
+    RETURN;
+  END IF;
+  DELETE FROM ${S}.retained x USING ${S}.topics t
+  WHERE x.topic_id = t.id AND x.published_at <= p_now - t.retention_ms;
+  SELECT array_agg(p_now ORDER BY x.sequence) AS nows, array_agg(x.id ORDER BY x.sequence) AS ids,
+    array_agg(x.body ORDER BY x.sequence) AS bodies, array_agg(x.props ORDER BY x.sequence) AS props,
+    array_agg(x.priority ORDER BY x.sequence) AS priorities, array_agg(x.session_id ORDER BY x.sequence) AS sessions,
+    array_agg(x.available_at ORDER BY x.sequence) AS available_ats,
+    array_agg(x.expires_at ORDER BY x.sequence) AS expires_ats
+  INTO r
+  FROM ${S}.retained x JOIN ${S}.topics t ON t.id = x.topic_id
+  WHERE ('.' || t.name) ~ ANY (p_patterns) AND x.published_at >= p_since AND ${S}.filter_matches(p_filter, x.props);
+  IF r.ids IS NOT NULL THEN
+    PERFORM FROM ${S}.enqueue(q, r.nows, r.ids, r.bodies, r.props, r.priorities, r.sessions, r.available_ats,
+      r.expires_ats, NULL);
+  END IF;
+END
+$$;
+
+-- Fans the messages out to the matching subscriptions in subscription order and retains them; returns
+-- (ordinal, queue) for every copy accepted.
+CREATE FUNCTION ${S}.publish(p_topic text, p_ids text[], p_bodies bytea[], p_props json[], p_priorities smallint[],
+  p_session_ids text[], p_available_ats float8[], p_expires_ats float8[], p_now float8)
+RETURNS TABLE (ord int, queue text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  t ${S}.topics;
+  q ${S}.queues;
+  sub record;
+  nows float8[] := array_fill(p_now, ARRAY[cardinality(p_ids)]);
+  matched int[];
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(${topicLock});
+  SELECT * INTO t FROM ${S}.topics WHERE name = p_topic;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'unknown topic %', p_topic USING ERRCODE = '${UNKNOWN_TOPIC_SQLSTATE}';
+  END IF;
+  FOR sub IN
+    SELECT s.queue_id, s.filter FROM ${S}.subscriptions s WHERE ('.' || p_topic) ~ ANY (s.patterns) ORDER BY s.position
+  LOOP
+    SELECT * INTO q FROM ${S}.queues WHERE id = sub.queue_id;
+    CONTINUE WHEN NOT FOUND;
+    matched := NULL;
+    IF sub.filter IS NOT NULL THEN
+      SELECT array_agg(i) INTO matched FROM generate_subscripts(p_ids, 1) AS i
+      WHERE ${S}.filter_matches(sub.filter, p_props[i]);
+      CONTINUE WHEN matched IS NULL;
+    END IF;
+    RETURN QUERY SELECT e.ord, q.name FROM ${S}.enqueue(q, nows, p_ids, p_bodies, p_props, p_priorities,
+      p_session_ids, p_available_ats, p_expires_ats, matched) AS e;
+  END LOOP;
+  IF t.retention_ms > 0 THEN
+    INSERT INTO ${S}.retained (topic_id, published_at, id, body, props, priority, session_id, available_at, expires_at)
+    SELECT t.id, p_now, i.id, i.body, i.props, i.priority, i.session_id, i.available_at, i.expires_at
+    FROM unnest(p_ids, p_bodies, p_props, p_priorities, p_session_ids, p_available_ats, p_expires_ats)
+      WITH ORDINALITY AS i(id, body, props, priority, session_id, available_at, expires_at, ord)
+    ORDER BY i.ord;
+    DELETE FROM ${S}.retained WHERE topic_id = t.id AND published_at <= p_now - t.retention_ms;
+  END IF;
+END
+$$;
+`;
+}
+
+/** The migrations of a schema, in order: entry i brings the schema to version i + 1. */
+export function migrations(schema: string): readonly string[] {
+  return [firstMigration(schema)];
+}
