@@ -11,3 +11,7 @@ export * from './outgoing.js';
 export * from './priority-queues.js';
 export * from './received-message.js';
 export * from './routing.js';
+export * from './outbox/inbox.js';
+export * from './outbox/outbox.js';
+export * from './outbox/postgres-outbox.js';
+export * from './outbox/sqlite-outbox.js';
