@@ -15,3 +15,4 @@ export * from './outbox/inbox.js';
 export * from './outbox/outbox.js';
 export * from './outbox/postgres-outbox.js';
 export * from './outbox/sqlite-outbox.js';
+export * from './claim-check/index.js';

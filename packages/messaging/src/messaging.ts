@@ -298,22 +298,20 @@ export class QueueClient<T> implements Settler {
   async sendPrepared(prepared: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
     const { messaging } = this;
     const settings = await messaging.settingsOf(this.name);
-    const outgoing = await Promise.all(
-      prepared.map((message) => offloadOutgoing(message, messaging.offloader)),
-    );
-    for (const message of outgoing) {
-      if (message.body.byteLength > settings.maxMessageBytes) {
-        throw new MessageTooLargeError(this.name, message.body.byteLength, settings.maxMessageBytes);
-      }
-      if (settings.sessions && message.sessionId === undefined) {
-        throw new InvalidMessageError(
-          'sessionId',
-          `queue "${this.name}" has sessions: every message needs a sessionId`,
-        );
-      }
+    if (settings.sessions && prepared.some((message) => message.sessionId === undefined)) {
+      throw new InvalidMessageError(
+        'sessionId',
+        `queue "${this.name}" has sessions: every message needs a sessionId`,
+      );
     }
-    const now = messaging.clock.now();
-    return messaging.withRetry(() => messaging.backend.send(this.name, outgoing, now));
+    return sendOffloaded(
+      messaging,
+      this.name,
+      prepared,
+      settings.maxMessageBytes,
+      (outgoing, now) => messaging.backend.send(this.name, outgoing, now),
+      (outcome) => outcome.accepted,
+    );
   }
 
   /**
@@ -490,18 +488,52 @@ export class TopicClient<T> {
   }
 
   /** Publishes messages already validated and encoded (see QueueClient.sendPrepared). */
-  async publishPrepared(prepared: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+  publishPrepared(prepared: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
     const { messaging } = this;
-    const outgoing = await Promise.all(
-      prepared.map((message) => offloadOutgoing(message, messaging.offloader)),
+    return sendOffloaded(
+      messaging,
+      this.name,
+      prepared,
+      this.#maxBytes,
+      (outgoing, now) => messaging.backend.publish(this.name, outgoing, now),
+      (outcome) => outcome.deliveredTo.length > 0,
     );
+  }
+}
+
+/**
+ * Offloads large bodies to the claim check, enforces the size limit, sends, and deletes offloaded payloads that
+ * no queue kept (duplicates, failed sends) so they do not wait for the sweeper.
+ */
+async function sendOffloaded<R>(
+  messaging: Messaging,
+  destination: string,
+  prepared: readonly OutgoingMessage[],
+  maxBytes: number,
+  send: (outgoing: OutgoingMessage[], now: number) => Promise<R[]>,
+  kept: (outcome: R) => boolean,
+): Promise<R[]> {
+  const { offloader } = messaging;
+  const outgoing = await Promise.all(prepared.map((message) => offloadOutgoing(message, offloader)));
+  const release = async (indexes: number[]) => {
+    for (const i of indexes) {
+      if (outgoing[i] !== prepared[i]) await offloader?.release(outgoing[i]?.headers).catch(() => {});
+    }
+  };
+  let outcomes: R[];
+  try {
     for (const message of outgoing) {
-      if (message.body.byteLength > this.#maxBytes)
-        throw new MessageTooLargeError(this.name, message.body.byteLength, this.#maxBytes);
+      if (message.body.byteLength > maxBytes)
+        throw new MessageTooLargeError(destination, message.body.byteLength, maxBytes);
     }
     const now = messaging.clock.now();
-    return messaging.withRetry(() => messaging.backend.publish(this.name, outgoing, now));
+    outcomes = await messaging.withRetry(() => send(outgoing, now));
+  } catch (error) {
+    await release(outgoing.map((_, i) => i));
+    throw error;
   }
+  await release(outcomes.flatMap((outcome, i) => (kept(outcome) ? [] : [i])));
+  return outcomes;
 }
 
 /** Milliseconds until `dueAt` (at least 1), or Infinity when nothing is due. */

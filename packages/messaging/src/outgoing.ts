@@ -40,7 +40,7 @@ export interface PayloadOffloader {
   /** The original payload of a received message (the body itself when it was not offloaded). */
   restore(headers: Readonly<Record<string, string>> | undefined, body: Uint8Array): Promise<Uint8Array>;
   /** Deletes an offloaded payload once its message is completed (no-op otherwise). */
-  release(headers: Readonly<Record<string, string>> | undefined): Promise<void>;
+  release(headers: Readonly<Record<string, string>> | undefined): Promise<unknown>;
 }
 
 export interface OutgoingContext {
