@@ -16,3 +16,4 @@ export * from './outbox/outbox.js';
 export * from './outbox/postgres-outbox.js';
 export * from './outbox/sqlite-outbox.js';
 export * from './claim-check/index.js';
+export * from './pipes-and-filters.js';
