@@ -17,3 +17,4 @@ export * from './outbox/postgres-outbox.js';
 export * from './outbox/sqlite-outbox.js';
 export * from './claim-check/index.js';
 export * from './pipes-and-filters.js';
+export * from './queue-metrics.js';
