@@ -1,0 +1,426 @@
+/**
+ * One small synchronous SQLite interface over two drivers: Node's built-in `node:sqlite` (`DatabaseSync`, Node
+ * 22.5+, no native addon) and `better-sqlite3` (an optional peer dependency, for Node 20). Everything Stratus
+ * keeps in SQLite (message queues, the transactional outbox, the inbox) goes through it, so both drivers must
+ * behave the same here:
+ * - parameters are positional (`?`) only, and values are `null | number | bigint | string | Uint8Array`
+ *   (no `undefined`, no booleans: the drivers disagree on those);
+ * - integers come back as numbers, BLOBs as plain `Uint8Array` (better-sqlite3's Buffers are re-viewed, not
+ *   copied), rows as records whose prototype may be null;
+ * - `transaction(fn)` is `BEGIN IMMEDIATE` ... `COMMIT`, so a writer takes the database's write lock before
+ *   reading what it will change, and several processes sharing one file never deadlock on a lock upgrade.
+ */
+import { createRequire } from 'node:module';
+import { assertInteger, assertObject, assertOneOf, InvalidOptionsError, StratusError } from '@stratus/core';
+import type BetterSqlite3 from 'better-sqlite3';
+
+export type SqliteValue = null | number | bigint | string | Uint8Array;
+export type SqliteRow = Record<string, SqliteValue>;
+
+export interface SqliteRunResult {
+  /** Rows inserted, updated or deleted by the statement. */
+  readonly changes: number;
+  readonly lastInsertRowid: number;
+}
+
+/** A prepared statement; `get` and `all` need a statement that returns rows (a SELECT or `... RETURNING`). */
+export interface SqliteStatement {
+  run(...params: SqliteValue[]): SqliteRunResult;
+  get<T = SqliteRow>(...params: SqliteValue[]): T | undefined;
+  all<T = SqliteRow>(...params: SqliteValue[]): T[];
+}
+
+export type SqliteDriverName = 'better-sqlite3' | 'node:sqlite';
+
+export interface SqliteDatabase {
+  readonly driver: SqliteDriverName;
+  /** The path the database was opened with (':memory:' for an in-memory one). */
+  readonly path: string;
+  /** The driver's own handle, for what this interface does not cover. */
+  readonly handle: unknown;
+  /** Runs one or more statements without parameters (DDL, pragmas). */
+  exec(sql: string): void;
+  /** A prepared statement, cached by its SQL text for the life of the database. */
+  prepare(sql: string): SqliteStatement;
+  /**
+   * Runs `fn` in a write transaction (`BEGIN IMMEDIATE`), commits when it returns and rolls back when it throws.
+   * Inside a transaction already open on this connection (ours or one the user began) it runs in a savepoint
+   * instead: it joins the outer transaction, and its own error undoes only its own writes. `fn` must be
+   * synchronous: a returned promise is refused (the transaction would commit before the awaited work).
+   */
+  transaction<T>(fn: () => T): T;
+  /** True while a transaction is open on this connection. */
+  readonly inTransaction: boolean;
+  /**
+   * Runs `callback` once the outermost `transaction` call commits (dropped if its writes are rolled back), or at
+   * once when called outside `transaction`. In a transaction begun outside this interface, callbacks run when the
+   * outermost `transaction` call returns, since the real commit cannot be observed.
+   */
+  afterCommit(callback: () => void): void;
+  close(): void;
+  readonly isOpen: boolean;
+}
+
+export type SqliteSynchronous = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA';
+
+export interface OpenSqliteOptions {
+  /**
+   * 'auto' (default) prefers `node:sqlite` when this Node has it (22.5+, without a flag from 22.13), so nothing
+   * native is needed, and falls back to better-sqlite3.
+   */
+  driver?: 'auto' | SqliteDriverName;
+  /**
+   * `PRAGMA synchronous`. In WAL mode NORMAL (default) never corrupts the database; a power loss (not a process
+   * crash) may undo the last transactions. FULL makes every commit durable at the cost of an fsync each.
+   */
+  synchronous?: SqliteSynchronous;
+  /** How long a statement waits for another connection's write lock before failing with SQLITE_BUSY. Default 5000. */
+  busyTimeoutMs?: number;
+  /** `PRAGMA foreign_keys`. Default true. */
+  foreignKeys?: boolean;
+}
+
+/** The driver asked for cannot be loaded here, or the handle given is not one this module knows. */
+export class SqliteDriverError extends StratusError {
+  readonly driver: string;
+  constructor(driver: string, message: string, options?: { cause?: unknown }) {
+    super('ERR_STRATUS_SQLITE_DRIVER', message, options);
+    this.driver = driver;
+  }
+}
+
+/** The part of `node:sqlite` used here (typed locally: @types/node for Node 20 does not describe it). */
+interface NodeSqliteStatement {
+  run(...params: SqliteValue[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+  get(...params: SqliteValue[]): unknown;
+  all(...params: SqliteValue[]): unknown[];
+}
+interface NodeSqliteDatabase {
+  exec(sql: string): void;
+  prepare(sql: string): NodeSqliteStatement;
+  close(): void;
+  readonly isOpen?: boolean;
+  /** Node 22.16+ / 24; older versions lack it and the transaction depth tracked here is used instead. */
+  readonly isTransaction?: boolean;
+}
+interface NodeSqliteModule {
+  DatabaseSync: new (path: string, options?: { enableForeignKeyConstraints?: boolean }) => NodeSqliteDatabase;
+}
+
+const require = createRequire(import.meta.url);
+
+function loadNodeSqlite(): NodeSqliteModule | string {
+  try {
+    return require('node:sqlite') as NodeSqliteModule;
+  } catch (error) {
+    return `node:sqlite is not available on Node ${process.versions.node} (${(error as Error).message})`;
+  }
+}
+
+function loadBetterSqlite3(): typeof BetterSqlite3 | string {
+  try {
+    const Database = require('better-sqlite3') as typeof BetterSqlite3;
+    // The JS module loads even when its native addon was built for another Node; opening a database proves it.
+    new Database(':memory:').close();
+    return Database;
+  } catch (error) {
+    return `better-sqlite3 cannot be loaded on Node ${process.versions.node} (${(error as Error).message.split('\n')[0]})`;
+  }
+}
+
+const loaded = new Map<SqliteDriverName, unknown>();
+function load(driver: 'node:sqlite'): NodeSqliteModule | string;
+function load(driver: 'better-sqlite3'): typeof BetterSqlite3 | string;
+function load(driver: SqliteDriverName): unknown {
+  if (!loaded.has(driver))
+    loaded.set(driver, driver === 'node:sqlite' ? loadNodeSqlite() : loadBetterSqlite3());
+  return loaded.get(driver);
+}
+
+/** True when `driver` can be used in this process, else the reason it cannot (for test skips and errors). */
+export function sqliteDriverAvailable(driver: SqliteDriverName): true | string {
+  const module = driver === 'node:sqlite' ? load('node:sqlite') : load('better-sqlite3');
+  return typeof module === 'string' ? module : true;
+}
+
+function chooseDriver(requested: 'auto' | SqliteDriverName): SqliteDriverName {
+  if (requested !== 'auto') {
+    const available = sqliteDriverAvailable(requested);
+    if (available !== true) throw new SqliteDriverError(requested, available);
+    return requested;
+  }
+  if (sqliteDriverAvailable('node:sqlite') === true) return 'node:sqlite';
+  const better = sqliteDriverAvailable('better-sqlite3');
+  if (better !== true) {
+    throw new SqliteDriverError(
+      'auto',
+      `No SQLite driver: node:sqlite needs Node 22.5+, and ${better}. Install better-sqlite3 or use Node 22.13+`,
+    );
+  }
+  return 'better-sqlite3';
+}
+
+function checkOptions(options: OpenSqliteOptions): Required<OpenSqliteOptions> {
+  assertObject('options', options as unknown);
+  const { driver = 'auto', synchronous = 'NORMAL', busyTimeoutMs = 5_000, foreignKeys = true } = options;
+  assertOneOf('driver', driver, ['auto', 'better-sqlite3', 'node:sqlite']);
+  assertOneOf('synchronous', synchronous, ['OFF', 'NORMAL', 'FULL', 'EXTRA']);
+  assertInteger('busyTimeoutMs', busyTimeoutMs, 0, 2 ** 31 - 1);
+  if (typeof foreignKeys !== 'boolean') throw new InvalidOptionsError('foreignKeys', 'expected a boolean');
+  return { driver, synchronous, busyTimeoutMs, foreignKeys };
+}
+
+/**
+ * Opens (creating if needed) the database at `path` with the chosen driver and configures the connection for
+ * sharing the file between processes: WAL journal (readers never block the writer), `synchronous`, a busy
+ * timeout, foreign keys. The caller owns the result and closes it.
+ */
+export function openSqlite(path: string, options: OpenSqliteOptions = {}): SqliteDatabase {
+  if (typeof path !== 'string' || path === '') throw new InvalidOptionsError('path', 'expected a file path');
+  const checked = checkOptions(options);
+  const driver = chooseDriver(checked.driver);
+  let database: SqliteDatabase;
+  if (driver === 'node:sqlite') {
+    const { DatabaseSync } = load('node:sqlite') as NodeSqliteModule;
+    database = new NodeSqlite(
+      new DatabaseSync(path, { enableForeignKeyConstraints: checked.foreignKeys }),
+      path,
+    );
+  } else {
+    const Database = load('better-sqlite3') as typeof BetterSqlite3;
+    database = new BetterSqlite(new Database(path, { timeout: checked.busyTimeoutMs }), path);
+  }
+  try {
+    configure(database, checked);
+  } catch (error) {
+    database.close();
+    throw error;
+  }
+  return database;
+}
+
+/**
+ * Wraps a database handle the caller opened (a better-sqlite3 `Database` or a `node:sqlite` `DatabaseSync`) and
+ * configures it as openSqlite does. The handle stays the caller's: closing the wrapper closes it, so only do
+ * that when you mean to.
+ */
+export function wrapSqlite(handle: unknown, options: Omit<OpenSqliteOptions, 'driver'> = {}): SqliteDatabase {
+  const checked = checkOptions(options);
+  const candidate = handle as { prepare?: unknown; pragma?: unknown; name?: unknown; location?: unknown };
+  if (typeof candidate?.prepare !== 'function') {
+    throw new SqliteDriverError(
+      'unknown',
+      'expected a better-sqlite3 Database or a node:sqlite DatabaseSync',
+    );
+  }
+  const database =
+    typeof candidate.pragma === 'function'
+      ? new BetterSqlite(handle as BetterSqlite3.Database, String(candidate.name))
+      : new NodeSqlite(handle as NodeSqliteDatabase, nodeSqlitePath(handle));
+  configure(database, checked);
+  return database;
+}
+
+function nodeSqlitePath(handle: unknown): string {
+  const location = (handle as { location?: () => string | null }).location;
+  return typeof location === 'function' ? (location.call(handle) ?? ':memory:') : ':memory:';
+}
+
+function configure(database: SqliteDatabase, options: Required<OpenSqliteOptions>): void {
+  // The busy timeout first: switching a fresh file to WAL takes a lock that a second process may be holding.
+  database.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
+  database.prepare('PRAGMA journal_mode = WAL').get();
+  database.exec(`PRAGMA synchronous = ${options.synchronous}`);
+  database.exec(`PRAGMA foreign_keys = ${options.foreignKeys ? 'ON' : 'OFF'}`);
+}
+
+/** Transactions, savepoints, after-commit callbacks and the statement cache, common to both drivers. */
+abstract class BaseSqlite implements SqliteDatabase {
+  abstract readonly driver: SqliteDriverName;
+  abstract readonly handle: unknown;
+  abstract readonly isOpen: boolean;
+  readonly path: string;
+  readonly #statements = new Map<string, SqliteStatement>();
+  /** Transactions opened through `transaction` on this connection (1 = outermost, more = savepoints). */
+  #depth = 0;
+  #afterCommit: (() => void)[] = [];
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  protected abstract compile(sql: string): SqliteStatement;
+  protected abstract get driverInTransaction(): boolean | undefined;
+  abstract exec(sql: string): void;
+  abstract close(): void;
+
+  prepare(sql: string): SqliteStatement {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.compile(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  get inTransaction(): boolean {
+    return this.driverInTransaction ?? this.#depth > 0;
+  }
+
+  transaction<T>(fn: () => T): T {
+    if (this.#depth === 0 && !this.inTransaction) return this.#outermost(fn);
+    const savepoint = `stratus_${this.#depth}`;
+    const callbacksBefore = this.#afterCommit.length;
+    this.prepare(`SAVEPOINT ${savepoint}`).run();
+    this.#depth++;
+    try {
+      const result = synchronously(fn);
+      this.prepare(`RELEASE ${savepoint}`).run();
+      return result;
+    } catch (error) {
+      this.prepare(`ROLLBACK TO ${savepoint}`).run();
+      this.prepare(`RELEASE ${savepoint}`).run();
+      this.#afterCommit.length = callbacksBefore;
+      throw error;
+    } finally {
+      this.#depth--;
+      // Joined a transaction begun outside this interface: its commit is out of sight (see afterCommit).
+      if (this.#depth === 0) this.#runAfterCommit();
+    }
+  }
+
+  #outermost<T>(fn: () => T): T {
+    this.prepare('BEGIN IMMEDIATE').run();
+    this.#depth++;
+    let result: T;
+    try {
+      result = synchronously(fn);
+      this.prepare('COMMIT').run();
+    } catch (error) {
+      this.#depth--;
+      this.#afterCommit = [];
+      // SQLite may already have rolled back on its own (e.g. SQLITE_FULL); ROLLBACK would then fail.
+      if (this.inTransaction) this.prepare('ROLLBACK').run();
+      throw error;
+    }
+    this.#depth--;
+    this.#runAfterCommit();
+    return result;
+  }
+
+  afterCommit(callback: () => void): void {
+    if (this.#depth > 0) this.#afterCommit.push(callback);
+    else callback();
+  }
+
+  #runAfterCommit(): void {
+    if (this.#afterCommit.length === 0) return;
+    const callbacks = this.#afterCommit;
+    this.#afterCommit = [];
+    for (const callback of callbacks) callback();
+  }
+}
+
+class NodeSqlite extends BaseSqlite {
+  readonly driver = 'node:sqlite';
+  readonly handle: NodeSqliteDatabase;
+
+  constructor(handle: NodeSqliteDatabase, path: string) {
+    super(path);
+    this.handle = handle;
+  }
+
+  get isOpen(): boolean {
+    return this.handle.isOpen ?? true;
+  }
+
+  protected get driverInTransaction(): boolean | undefined {
+    return this.handle.isTransaction;
+  }
+
+  exec(sql: string): void {
+    this.handle.exec(sql);
+  }
+
+  protected compile(sql: string): SqliteStatement {
+    const statement = this.handle.prepare(sql);
+    return {
+      run(...params) {
+        const { changes, lastInsertRowid } = statement.run(...params);
+        return { changes: Number(changes), lastInsertRowid: Number(lastInsertRowid) };
+      },
+      get<T>(...params: SqliteValue[]) {
+        return statement.get(...params) as T | undefined;
+      },
+      all<T>(...params: SqliteValue[]) {
+        return statement.all(...params) as T[];
+      },
+    };
+  }
+
+  close(): void {
+    if (this.isOpen) this.handle.close();
+  }
+}
+
+class BetterSqlite extends BaseSqlite {
+  readonly driver = 'better-sqlite3';
+  readonly handle: BetterSqlite3.Database;
+
+  constructor(handle: BetterSqlite3.Database, path: string) {
+    super(path);
+    this.handle = handle;
+  }
+
+  get isOpen(): boolean {
+    return this.handle.open;
+  }
+
+  protected get driverInTransaction(): boolean {
+    return this.handle.inTransaction;
+  }
+
+  exec(sql: string): void {
+    this.handle.exec(sql);
+  }
+
+  protected compile(sql: string): SqliteStatement {
+    const statement = this.handle.prepare<SqliteValue[]>(sql);
+    return {
+      run(...params) {
+        const { changes, lastInsertRowid } = statement.run(...params);
+        return { changes, lastInsertRowid: Number(lastInsertRowid) };
+      },
+      get<T>(...params: SqliteValue[]) {
+        const row = statement.get(...params) as SqliteRow | undefined;
+        return (row === undefined ? undefined : viewBlobs(row)) as T | undefined;
+      },
+      all<T>(...params: SqliteValue[]) {
+        const rows = statement.all(...params) as SqliteRow[];
+        for (const row of rows) viewBlobs(row);
+        return rows as T[];
+      },
+    };
+  }
+
+  close(): void {
+    if (this.handle.open) this.handle.close();
+  }
+}
+
+function synchronously<T>(fn: () => T): T {
+  const result = fn();
+  if (typeof (result as { then?: unknown } | null)?.then === 'function') {
+    throw new TypeError('SqliteDatabase.transaction: fn must be synchronous (it returned a promise)');
+  }
+  return result;
+}
+
+/** better-sqlite3 returns BLOBs as Buffers; node:sqlite as Uint8Arrays. Re-view them (no copy) as the latter. */
+function viewBlobs(row: SqliteRow): SqliteRow {
+  for (const key in row) {
+    const value = row[key];
+    if (value instanceof Buffer) row[key] = new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  }
+  return row;
+}

@@ -1,0 +1,111 @@
+/**
+ * The messaging tables, as migrations for `migrateSqlite(database, 'messaging', MESSAGING_MIGRATIONS)`.
+ *
+ * Every index is matched to a query of the backend, and the partial ones hold only the rows that query looks at,
+ * so a message's index work is: on send, `live` + `age` + `available` (or `scheduled`/`waiting`); on lock, leaving
+ * `available` for `locked`; on complete, leaving `live`, `age` and `locked`. Lock tokens embed the row's `pk`,
+ * so settling needs no token index. `dead_at IS NULL` (rather than a state test) keeps `live` and `age` out of
+ * the lock/unlock path: a partial index is only rewritten when a column its condition reads changes.
+ */
+export const MESSAGING_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE stratus_queues (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    settings TEXT NOT NULL,
+    -- Sequences are per queue and only grow, also across completions.
+    last_sequence INTEGER NOT NULL DEFAULT 0,
+    -- Bumped by every change that can make messages available, for watchers in other processes.
+    signal INTEGER NOT NULL DEFAULT 0
+  );
+
+  CREATE TABLE stratus_messages (
+    pk INTEGER PRIMARY KEY,
+    queue INTEGER NOT NULL,
+    sequence INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    -- Ordering key while available (rankOf).
+    rank REAL,
+    -- When a scheduled message becomes due (its availableAt) or a locked one's lock expires (its lockedUntil).
+    due_at INTEGER,
+    available_at INTEGER NOT NULL,
+    delivery_count INTEGER NOT NULL DEFAULT 0,
+    lock_token TEXT,
+    expires_at INTEGER,
+    enqueued_at INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    -- The session that orders this message (NULL when the queue had no sessions when it was sent).
+    session TEXT,
+    id TEXT NOT NULL,
+    session_id TEXT,
+    content_type TEXT,
+    correlation_id TEXT,
+    reply_to TEXT,
+    subject TEXT,
+    headers TEXT,
+    dead_reason TEXT,
+    dead_description TEXT,
+    dead_at INTEGER,
+    -- Last, so the columns above stay on the row's first page.
+    body BLOB NOT NULL
+  );
+  CREATE INDEX stratus_messages_live ON stratus_messages (queue, sequence) WHERE dead_at IS NULL;
+  CREATE INDEX stratus_messages_age ON stratus_messages (queue, enqueued_at) WHERE dead_at IS NULL;
+  CREATE INDEX stratus_messages_dead ON stratus_messages (queue, sequence) WHERE dead_at IS NOT NULL;
+  CREATE INDEX stratus_messages_available ON stratus_messages (queue, rank, sequence)
+    WHERE state = 'available';
+  CREATE INDEX stratus_messages_scheduled ON stratus_messages (queue, due_at) WHERE state = 'scheduled';
+  CREATE INDEX stratus_messages_locked ON stratus_messages (queue, due_at) WHERE state = 'locked';
+  CREATE INDEX stratus_messages_waiting ON stratus_messages (queue, session, sequence) WHERE state = 'waiting';
+  -- A session's head: its one message that is available, scheduled or locked.
+  CREATE INDEX stratus_messages_head ON stratus_messages (queue, session)
+    WHERE session IS NOT NULL AND state IN ('available', 'scheduled', 'locked');
+
+  -- Message ids seen within each queue's duplicate window; expired rows are pruned as sends go.
+  CREATE TABLE stratus_duplicates (
+    queue INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (queue, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX stratus_duplicates_expiry ON stratus_duplicates (queue, expires_at);
+
+  CREATE TABLE stratus_sessions (
+    queue INTEGER NOT NULL,
+    session TEXT NOT NULL,
+    state BLOB NOT NULL,
+    PRIMARY KEY (queue, session)
+  );
+
+  CREATE TABLE stratus_topics (
+    name TEXT PRIMARY KEY,
+    retention_ms INTEGER NOT NULL
+  );
+
+  -- Keyed by queue name; the rowid keeps subscription order (ON CONFLICT DO UPDATE keeps it on rebinding).
+  CREATE TABLE stratus_subscriptions (
+    queue TEXT NOT NULL UNIQUE,
+    topics TEXT NOT NULL,
+    filter TEXT
+  );
+
+  -- Published messages kept for replay into new subscriptions, while their topic's retention lasts.
+  CREATE TABLE stratus_retained (
+    pk INTEGER PRIMARY KEY,
+    topic TEXT NOT NULL,
+    published_at INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    available_at INTEGER,
+    expires_at INTEGER,
+    priority INTEGER,
+    session_id TEXT,
+    content_type TEXT,
+    correlation_id TEXT,
+    reply_to TEXT,
+    subject TEXT,
+    headers TEXT,
+    body BLOB NOT NULL
+  );
+  CREATE INDEX stratus_retained_topic ON stratus_retained (topic, published_at);
+  `,
+];

@@ -1,0 +1,953 @@
+import { realpathSync } from 'node:fs';
+import { assertDuration, assertObject, InvalidOptionsError, randomId, StratusError } from '@stratus/core';
+import {
+  DEAD_LETTER_EXPIRED,
+  DEAD_LETTER_MAX_DELIVERIES,
+  type DeadLetter,
+  type DeadLetterQuery,
+  type DeliveredMessage,
+  MAX_PRIORITY,
+  type MessageBackend,
+  type MessageFilter,
+  type MessageState,
+  type OutgoingMessage,
+  type PeekQuery,
+  type PriorityPolicy,
+  type PublishOutcome,
+  type QueueSettings,
+  type QueueStats,
+  type ReceiveRequest,
+  type ReceiveResult,
+  type ReplayFrom,
+  rankOf,
+  type SendOutcome,
+  type SettleOutcome,
+  STRICT_PRIORITY_STEP,
+  type StoredMessage,
+  type Subscription,
+  type TopicSettings,
+} from '../backend.js';
+import { UnknownQueueError, UnknownTopicError } from '../errors.js';
+import { subscriptionMatches } from '../routing.js';
+import { type OpenSqliteOptions, openSqlite, type SqliteDatabase } from './driver.js';
+import { migrateSqlite } from './migrations.js';
+import { MESSAGING_MIGRATIONS } from './schema.js';
+import { WatchHub } from './watch.js';
+
+export interface SqliteMessageBackendOptions {
+  /** A database file to open (created if missing); the backend owns it and closes it on close(). */
+  path?: string;
+  /**
+   * A database you opened with openSqlite or wrapSqlite; the backend never closes it. Share it with your own
+   * tables to send messages in the same transaction as your writes (see SqliteDatabase.transaction).
+   */
+  database?: SqliteDatabase;
+  /** Driver, synchronous and busyTimeoutMs for a `path` (see openSqlite). */
+  driver?: OpenSqliteOptions['driver'];
+  synchronous?: OpenSqliteOptions['synchronous'];
+  busyTimeoutMs?: number;
+  /**
+   * How often a backend with watchers checks whether another process committed (PRAGMA data_version), in ms.
+   * Watchers in this process are woken at once regardless. Default 25.
+   */
+  watchIntervalMs?: number;
+}
+
+/** The backend was closed; it no longer touches its database. */
+export class BackendClosedError extends StratusError {
+  constructor(kind: string) {
+    super('ERR_STRATUS_BACKEND_CLOSED', `The ${kind} message backend is closed`);
+  }
+}
+
+interface QueueRow {
+  id: number;
+  settings: string;
+  last_sequence: number;
+}
+
+/** A queue loaded inside a transaction; `#finish` writes back what the operation changed. */
+interface QueueContext {
+  readonly id: number;
+  readonly name: string;
+  readonly settings: QueueSettings;
+  readonly loadedSequence: number;
+  lastSequence: number;
+  /** Messages may have become available: bump the queue's signal and wake watchers after commit. */
+  wake: boolean;
+}
+
+interface MessageRow {
+  pk: number;
+  sequence: number;
+  state: MessageState;
+  available_at: number;
+  due_at: number | null;
+  delivery_count: number;
+  expires_at: number | null;
+  enqueued_at: number;
+  priority: number;
+  session: string | null;
+  id: string;
+  session_id: string | null;
+  content_type: string | null;
+  correlation_id: string | null;
+  reply_to: string | null;
+  subject: string | null;
+  headers: string | null;
+  dead_reason: string | null;
+  dead_description: string | null;
+  dead_at: number | null;
+  body: Uint8Array;
+}
+
+interface RetainedRow {
+  topic: string;
+  id: string;
+  available_at: number | null;
+  expires_at: number | null;
+  priority: number | null;
+  session_id: string | null;
+  content_type: string | null;
+  correlation_id: string | null;
+  reply_to: string | null;
+  subject: string | null;
+  headers: string | null;
+  body: Uint8Array;
+}
+
+interface SubscriptionRow {
+  queue: string;
+  topics: string;
+  filter: string | null;
+}
+
+const MESSAGE_COLUMNS =
+  'pk, sequence, state, available_at, due_at, delivery_count, expires_at, enqueued_at, priority, session, id, ' +
+  'session_id, content_type, correlation_id, reply_to, subject, headers, dead_reason, dead_description, dead_at, body';
+
+/** `rankOf` in SQL, for rows released in bulk; the parameter is the policy's step. Same arithmetic as rankOf. */
+const RANK_FROM_DUE = `due_at + (${MAX_PRIORITY} - priority) * ?`;
+
+const SQL = {
+  queue: 'SELECT id, settings, last_sequence FROM stratus_queues WHERE name = ?',
+  putQueue:
+    'INSERT INTO stratus_queues (name, settings) VALUES (?, ?) ' +
+    'ON CONFLICT (name) DO UPDATE SET settings = excluded.settings',
+  listQueues: 'SELECT name FROM stratus_queues',
+  queueSignal: 'SELECT signal FROM stratus_queues WHERE name = ?',
+  finishQueue: 'UPDATE stratus_queues SET last_sequence = ?, signal = signal + 1 WHERE id = ?',
+  deleteQueue: 'DELETE FROM stratus_queues WHERE id = ?',
+  deleteLive: 'DELETE FROM stratus_messages WHERE queue = ? AND dead_at IS NULL',
+  deleteDead: 'DELETE FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL',
+  deleteDuplicates: 'DELETE FROM stratus_duplicates WHERE queue = ?',
+  deleteSessions: 'DELETE FROM stratus_sessions WHERE queue = ?',
+
+  /** Changes 1 when the id is new or its window ended (the window restarts), 0 for a duplicate. */
+  recordId:
+    'INSERT INTO stratus_duplicates (queue, id, expires_at) VALUES (?, ?, ?) ' +
+    'ON CONFLICT (queue, id) DO UPDATE SET expires_at = excluded.expires_at WHERE expires_at <= ?',
+  pruneIds:
+    'DELETE FROM stratus_duplicates WHERE queue = ? AND id IN ' +
+    '(SELECT id FROM stratus_duplicates WHERE queue = ? AND expires_at <= ? LIMIT ?)',
+  insert:
+    'INSERT INTO stratus_messages (queue, sequence, state, rank, due_at, available_at, expires_at, enqueued_at, ' +
+    'priority, session, id, session_id, content_type, correlation_id, reply_to, subject, headers, body) ' +
+    'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  sessionHead:
+    'SELECT 1 AS busy FROM stratus_messages WHERE queue = ? AND session = ? AND session IS NOT NULL ' +
+    "AND state IN ('available', 'scheduled', 'locked') LIMIT 1",
+  nextWaiting:
+    'SELECT pk, available_at, priority FROM stratus_messages ' +
+    "WHERE queue = ? AND session = ? AND state = 'waiting' ORDER BY sequence LIMIT 1",
+  makeDeliverable:
+    'UPDATE stratus_messages SET state = ?, available_at = ?, rank = ?, due_at = ?, lock_token = NULL WHERE pk = ?',
+
+  nextDue:
+    "SELECT (SELECT min(due_at) FROM stratus_messages WHERE queue = ? AND state = 'scheduled') AS scheduled, " +
+    "(SELECT min(due_at) FROM stratus_messages WHERE queue = ? AND state = 'locked') AS locked",
+  killExpiredScheduled:
+    "UPDATE stratus_messages SET state = 'dead', dead_reason = ?, dead_description = NULL, dead_at = ?, " +
+    "due_at = NULL WHERE queue = ? AND state = 'scheduled' AND due_at <= ? AND expires_at <= ? RETURNING session",
+  releaseScheduled:
+    `UPDATE stratus_messages SET state = 'available', rank = ${RANK_FROM_DUE}, due_at = NULL ` +
+    "WHERE queue = ? AND state = 'scheduled' AND due_at <= ?",
+  killExhaustedLocks:
+    "UPDATE stratus_messages SET state = 'dead', dead_reason = ?, dead_description = NULL, dead_at = ?, " +
+    "due_at = NULL, lock_token = NULL WHERE queue = ? AND state = 'locked' AND due_at <= ? " +
+    'AND delivery_count >= ? RETURNING session',
+  releaseLocks:
+    `UPDATE stratus_messages SET state = 'available', available_at = due_at, rank = ${RANK_FROM_DUE}, ` +
+    "due_at = NULL, lock_token = NULL WHERE queue = ? AND state = 'locked' AND due_at <= ?",
+  pick: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND state = 'available' ORDER BY rank, sequence LIMIT ?`,
+  lock:
+    "UPDATE stratus_messages SET state = 'locked', delivery_count = delivery_count + 1, lock_token = ?, " +
+    'due_at = ? WHERE pk = ?',
+  kill:
+    "UPDATE stratus_messages SET state = 'dead', dead_reason = ?, dead_description = ?, dead_at = ?, rank = NULL, " +
+    'due_at = NULL, lock_token = NULL WHERE pk = ?',
+
+  renew:
+    'UPDATE stratus_messages SET due_at = ? ' +
+    "WHERE pk = ? AND queue = ? AND state = 'locked' AND lock_token = ?",
+  complete:
+    'DELETE FROM stratus_messages ' +
+    "WHERE pk = ? AND queue = ? AND state = 'locked' AND lock_token = ? RETURNING session",
+  locked:
+    'SELECT delivery_count, priority, session FROM stratus_messages ' +
+    "WHERE pk = ? AND queue = ? AND state = 'locked' AND lock_token = ?",
+
+  peek:
+    `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
+    'WHERE queue = ? AND dead_at IS NULL AND sequence > ? ORDER BY sequence LIMIT ?',
+  deadLetters:
+    `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
+    'WHERE queue = ? AND dead_at IS NOT NULL AND sequence > ? ORDER BY sequence LIMIT ?',
+  deadLetter:
+    'SELECT pk, priority, session FROM stratus_messages ' +
+    'WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL',
+  resend:
+    'UPDATE stratus_messages SET state = ?, available_at = ?, rank = ?, due_at = ?, delivery_count = 0, ' +
+    'dead_reason = NULL, dead_description = NULL, dead_at = NULL WHERE pk = ?',
+  purgeOne: 'DELETE FROM stratus_messages WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL',
+  stats:
+    "SELECT (SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'available') AS available, " +
+    "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'scheduled') AS scheduled, " +
+    "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'locked') AS locked, " +
+    "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'waiting') AS waiting, " +
+    '(SELECT count(*) FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL) AS dead, ' +
+    '(SELECT min(enqueued_at) FROM stratus_messages WHERE queue = ? AND dead_at IS NULL) AS oldest',
+
+  sessionState: 'SELECT state FROM stratus_sessions WHERE queue = ? AND session = ?',
+  putSessionState:
+    'INSERT INTO stratus_sessions (queue, session, state) VALUES (?, ?, ?) ' +
+    'ON CONFLICT (queue, session) DO UPDATE SET state = excluded.state',
+  clearSessionState: 'DELETE FROM stratus_sessions WHERE queue = ? AND session = ?',
+
+  topic: 'SELECT retention_ms FROM stratus_topics WHERE name = ?',
+  putTopic:
+    'INSERT INTO stratus_topics (name, retention_ms) VALUES (?, ?) ' +
+    'ON CONFLICT (name) DO UPDATE SET retention_ms = excluded.retention_ms',
+  listTopics: 'SELECT name FROM stratus_topics',
+  deleteTopic: 'DELETE FROM stratus_topics WHERE name = ?',
+  deleteRetained: 'DELETE FROM stratus_retained WHERE topic = ?',
+  retain:
+    'INSERT INTO stratus_retained (topic, published_at, id, available_at, expires_at, priority, session_id, ' +
+    'content_type, correlation_id, reply_to, subject, headers, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  pruneRetained: 'DELETE FROM stratus_retained WHERE topic = ? AND published_at <= ?',
+  replay:
+    'SELECT r.topic, r.id, r.available_at, r.expires_at, r.priority, r.session_id, r.content_type, ' +
+    'r.correlation_id, r.reply_to, r.subject, r.headers, r.body FROM stratus_retained r ' +
+    'JOIN stratus_topics t ON t.name = r.topic ' +
+    'WHERE r.published_at >= ? AND r.published_at + t.retention_ms > ? ORDER BY r.pk',
+  subscribe:
+    'INSERT INTO stratus_subscriptions (queue, topics, filter) VALUES (?, ?, ?) ' +
+    'ON CONFLICT (queue) DO UPDATE SET topics = excluded.topics, filter = excluded.filter',
+  unsubscribe: 'DELETE FROM stratus_subscriptions WHERE queue = ?',
+  subscriptions: 'SELECT queue, topics, filter FROM stratus_subscriptions ORDER BY rowid',
+} as const;
+
+/** Expired duplicate-window entries deleted per send, on top of two per message sent: the table stays bounded. */
+const PRUNE_BATCH = 16;
+
+/**
+ * The embedded default backend: queues and topics in one SQLite file that any number of processes may share.
+ * Every operation that changes state is one `BEGIN IMMEDIATE` transaction, so processes serialise on SQLite's
+ * write lock (waiting up to the busy timeout), and WAL lets readers run alongside. Statements are prepared once
+ * and each receive, settle or send batch is a handful of index seeks.
+ */
+export class SqliteMessageBackend implements MessageBackend {
+  readonly kind = 'sqlite';
+  readonly database: SqliteDatabase;
+  readonly #owned: boolean;
+  readonly #hub: WatchHub;
+  #migrated = false;
+  #closed = false;
+  /** Lock tokens are `<pk>.<this backend's random prefix><counter>`: unique, and they locate their row. */
+  readonly #tokenPrefix = randomId(6);
+  #tokenCounter = 0;
+  readonly #settings = new Map<string, QueueSettings>();
+  readonly #subscriptions = new Map<string, Subscription>();
+
+  constructor(options: SqliteMessageBackendOptions) {
+    assertObject('options', options as unknown);
+    const { path, database, driver, synchronous, busyTimeoutMs, watchIntervalMs = 25 } = options;
+    assertDuration('watchIntervalMs', watchIntervalMs, { allowZero: false });
+    if ((path === undefined) === (database === undefined)) {
+      throw new InvalidOptionsError('path', 'give either a path or a database');
+    }
+    if (database !== undefined) {
+      if (typeof (database as Partial<SqliteDatabase>)?.transaction !== 'function') {
+        throw new InvalidOptionsError(
+          'database',
+          'expected a SqliteDatabase (see openSqlite and wrapSqlite)',
+        );
+      }
+      this.database = database;
+      this.#owned = false;
+    } else {
+      this.database = openSqlite(path as string, { driver, synchronous, busyTimeoutMs });
+      this.#owned = true;
+    }
+    this.#hub = new WatchHub(
+      fileKey(this.database.path),
+      this.database,
+      (queue) => this.#db().prepare(SQL.queueSignal).get<{ signal: number }>(queue)?.signal,
+      watchIntervalMs,
+    );
+  }
+
+  async putQueue(name: string, settings: QueueSettings): Promise<void> {
+    this.#db().prepare(SQL.putQueue).run(name, JSON.stringify(settings));
+  }
+
+  async getQueue(name: string): Promise<QueueSettings | undefined> {
+    const row = this.#db().prepare(SQL.queue).get<QueueRow>(name);
+    return row === undefined ? undefined : this.#parseSettings(row.settings);
+  }
+
+  async listQueues(): Promise<string[]> {
+    return this.#db()
+      .prepare(SQL.listQueues)
+      .all<{ name: string }>()
+      .map((row) => row.name)
+      .sort();
+  }
+
+  async deleteQueue(name: string): Promise<boolean> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const row = db.prepare(SQL.queue).get<QueueRow>(name);
+      if (row === undefined) return false;
+      for (const sql of [SQL.deleteLive, SQL.deleteDead, SQL.deleteDuplicates, SQL.deleteSessions]) {
+        db.prepare(sql).run(row.id);
+      }
+      db.prepare(SQL.unsubscribe).run(name);
+      db.prepare(SQL.deleteQueue).run(row.id);
+      return true;
+    });
+  }
+
+  async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      const outcomes = messages.map((message) => this.#store(context, message, now));
+      this.#pruneIds(context, now, messages.length);
+      this.#finish(context);
+      return outcomes;
+    });
+  }
+
+  async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
+    const db = this.#db();
+    const { max, lockMs, now } = request;
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      this.#releaseDue(context, now);
+      const messages: DeliveredMessage[] = [];
+      const lockedUntil = now + lockMs;
+      const pick = db.prepare(SQL.pick);
+      const lock = db.prepare(SQL.lock);
+      // Expired messages met on the way are dead-lettered and picking goes on (a dead session head may also
+      // have let the next message of its session through).
+      for (let expired = true; expired && messages.length < max; ) {
+        expired = false;
+        for (const row of pick.all<MessageRow>(context.id, max - messages.length)) {
+          if (row.expires_at !== null && row.expires_at <= now) {
+            this.#kill(context, row.pk, row.session, DEAD_LETTER_EXPIRED, undefined, now);
+            expired = true;
+            continue;
+          }
+          const lockToken = `${row.pk}.${this.#tokenPrefix}${(++this.#tokenCounter).toString(36)}`;
+          lock.run(lockToken, lockedUntil, row.pk);
+          messages.push({
+            ...stored(row),
+            state: 'locked',
+            deliveryCount: row.delivery_count + 1,
+            lockToken,
+            lockedUntil,
+          });
+        }
+      }
+      const nextDueAt = messages.length > 0 ? undefined : this.#nextDue(context);
+      this.#finish(context);
+      return { messages, nextDueAt };
+    });
+  }
+
+  async renewLocks(
+    queue: string,
+    lockTokens: readonly string[],
+    lockMs: number,
+    now: number,
+  ): Promise<(number | undefined)[]> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      const renew = db.prepare(SQL.renew);
+      const lockedUntil = now + lockMs;
+      return lockTokens.map((token) => {
+        const pk = tokenRow(token);
+        if (pk === undefined) return undefined;
+        return renew.run(lockedUntil, pk, context.id, token).changes === 1 ? lockedUntil : undefined;
+      });
+    });
+  }
+
+  async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      const complete = db.prepare(SQL.complete);
+      const outcomes = lockTokens.map((token): SettleOutcome => {
+        const pk = tokenRow(token);
+        const row =
+          pk === undefined ? undefined : complete.get<{ session: string | null }>(pk, context.id, token);
+        if (row === undefined) return 'lost';
+        if (row.session !== null) this.#advanceSession(context, row.session, now);
+        return 'ok';
+      });
+      this.#finish(context);
+      return outcomes;
+    });
+  }
+
+  async abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      const pk = tokenRow(lockToken);
+      const row =
+        pk === undefined
+          ? undefined
+          : db
+              .prepare(SQL.locked)
+              .get<{ delivery_count: number; priority: number; session: string | null }>(
+                pk,
+                context.id,
+                lockToken,
+              );
+      if (pk === undefined || row === undefined) return 'lost';
+      if (row.delivery_count >= context.settings.maxDeliveryCount) {
+        this.#kill(context, pk, row.session, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
+      } else {
+        this.#makeDeliverable(context, pk, row.priority, now + delayMs, now);
+      }
+      this.#finish(context);
+      return 'ok';
+    });
+  }
+
+  async deadLetter(
+    queue: string,
+    lockToken: string,
+    reason: string,
+    description: string | undefined,
+    now: number,
+  ): Promise<SettleOutcome> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      const pk = tokenRow(lockToken);
+      const row =
+        pk === undefined
+          ? undefined
+          : db.prepare(SQL.locked).get<{ session: string | null }>(pk, context.id, lockToken);
+      if (pk === undefined || row === undefined) return 'lost';
+      this.#kill(context, pk, row.session, reason, description, now);
+      this.#finish(context);
+      return 'ok';
+    });
+  }
+
+  async peek(queue: string, query: PeekQuery): Promise<StoredMessage[]> {
+    const context = this.#load(queue);
+    return this.#db()
+      .prepare(SQL.peek)
+      .all<MessageRow>(context.id, query.afterSequence ?? 0, query.limit)
+      .map(stored);
+  }
+
+  async stats(queue: string, now: number): Promise<QueueStats> {
+    const context = this.#load(queue);
+    const id = context.id;
+    const row = this.#db().prepare(SQL.stats).get<StatsRow>(id, id, id, id, id, id) as StatsRow;
+    return {
+      available: row.available,
+      scheduled: row.scheduled,
+      locked: row.locked,
+      waiting: row.waiting,
+      deadLettered: row.dead,
+      length: row.available + row.scheduled + row.locked + row.waiting,
+      oldestAgeMs: row.oldest === null ? 0 : Math.max(0, now - row.oldest),
+    };
+  }
+
+  async listDeadLetters(queue: string, query: DeadLetterQuery): Promise<DeadLetter[]> {
+    const context = this.#load(queue);
+    return this.#db()
+      .prepare(SQL.deadLetters)
+      .all<MessageRow>(context.id, query.afterSequence ?? 0, query.limit)
+      .map((row) => ({
+        ...stored(row),
+        deadLetterReason: row.dead_reason as string,
+        deadLetterDescription: row.dead_description ?? undefined,
+        deadLetteredAt: row.dead_at as number,
+      }));
+  }
+
+  async resendDeadLetters(queue: string, sequences: readonly number[], now: number): Promise<number> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      let resent = 0;
+      for (const sequence of [...sequences].sort((a, b) => a - b)) {
+        const row = db
+          .prepare(SQL.deadLetter)
+          .get<{ pk: number; priority: number; session: string | null }>(context.id, sequence);
+        if (row === undefined) continue;
+        const placement =
+          row.session !== null && this.#sessionBusy(context, row.session)
+            ? waitingPlacement(now)
+            : this.#placement(context, row.priority, now, now);
+        db.prepare(SQL.resend).run(
+          placement.state,
+          placement.availableAt,
+          placement.rank,
+          placement.dueAt,
+          row.pk,
+        );
+        resent++;
+      }
+      if (resent > 0) context.wake = true;
+      this.#finish(context);
+      return resent;
+    });
+  }
+
+  async purgeDeadLetters(queue: string, sequences: readonly number[] | undefined): Promise<number> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const context = this.#load(queue);
+      if (sequences === undefined) return db.prepare(SQL.deleteDead).run(context.id).changes;
+      const purge = db.prepare(SQL.purgeOne);
+      let purged = 0;
+      for (const sequence of sequences) purged += purge.run(context.id, sequence).changes;
+      return purged;
+    });
+  }
+
+  async getSessionState(queue: string, sessionId: string): Promise<Uint8Array | undefined> {
+    const context = this.#load(queue);
+    return this.#db().prepare(SQL.sessionState).get<{ state: Uint8Array }>(context.id, sessionId)?.state;
+  }
+
+  async setSessionState(queue: string, sessionId: string, state: Uint8Array | undefined): Promise<void> {
+    const db = this.#db();
+    db.transaction(() => {
+      const context = this.#load(queue);
+      if (state === undefined) db.prepare(SQL.clearSessionState).run(context.id, sessionId);
+      else db.prepare(SQL.putSessionState).run(context.id, sessionId, state);
+    });
+  }
+
+  async putTopic(name: string, settings: TopicSettings): Promise<void> {
+    this.#db().prepare(SQL.putTopic).run(name, settings.retentionMs);
+  }
+
+  async getTopic(name: string): Promise<TopicSettings | undefined> {
+    const row = this.#db().prepare(SQL.topic).get<{ retention_ms: number }>(name);
+    return row === undefined ? undefined : { retentionMs: row.retention_ms };
+  }
+
+  async listTopics(): Promise<string[]> {
+    return this.#db()
+      .prepare(SQL.listTopics)
+      .all<{ name: string }>()
+      .map((row) => row.name)
+      .sort();
+  }
+
+  async deleteTopic(name: string): Promise<boolean> {
+    const db = this.#db();
+    return db.transaction(() => {
+      db.prepare(SQL.deleteRetained).run(name);
+      return db.prepare(SQL.deleteTopic).run(name).changes > 0;
+    });
+  }
+
+  async subscribe(subscription: Subscription, replay: ReplayFrom, now: number): Promise<void> {
+    const db = this.#db();
+    db.transaction(() => {
+      const context = this.#load(subscription.queue);
+      db.prepare(SQL.subscribe).run(
+        subscription.queue,
+        JSON.stringify(subscription.topics),
+        subscription.filter === undefined ? null : JSON.stringify(subscription.filter),
+      );
+      if (replay === 'none') return;
+      const since = replay === 'retained' ? Number.MIN_SAFE_INTEGER : replay.since;
+      for (const row of db.prepare(SQL.replay).all<RetainedRow>(since, now)) {
+        const message = retainedMessage(row);
+        if (subscriptionMatches(subscription, row.topic, message)) this.#store(context, message, now);
+      }
+      this.#finish(context);
+    });
+  }
+
+  async unsubscribe(queue: string): Promise<boolean> {
+    return this.#db().prepare(SQL.unsubscribe).run(queue).changes > 0;
+  }
+
+  async listSubscriptions(): Promise<Subscription[]> {
+    return this.#loadSubscriptions().sort((a, b) => (a.queue < b.queue ? -1 : 1));
+  }
+
+  async publish(topic: string, messages: readonly OutgoingMessage[], now: number): Promise<PublishOutcome[]> {
+    const db = this.#db();
+    return db.transaction(() => {
+      const settings = db.prepare(SQL.topic).get<{ retention_ms: number }>(topic);
+      if (settings === undefined) throw new UnknownTopicError(topic);
+      const subscriptions = this.#loadSubscriptions();
+      const contexts = new Map<string, QueueContext>();
+      const outcomes = messages.map((message) => {
+        const deliveredTo: string[] = [];
+        for (const subscription of subscriptions) {
+          if (!subscriptionMatches(subscription, topic, message)) continue;
+          let context = contexts.get(subscription.queue);
+          if (context === undefined) {
+            context = this.#load(subscription.queue);
+            contexts.set(subscription.queue, context);
+          }
+          if (this.#store(context, message, now).accepted) deliveredTo.push(subscription.queue);
+        }
+        if (settings.retention_ms > 0) this.#retain(topic, message, now);
+        return { id: message.id, deliveredTo };
+      });
+      db.prepare(SQL.pruneRetained).run(topic, now - settings.retention_ms);
+      for (const context of contexts.values()) {
+        this.#pruneIds(context, now, messages.length);
+        this.#finish(context);
+      }
+      return outcomes;
+    });
+  }
+
+  watch(queue: string, listener: () => void): () => void {
+    this.#db();
+    return this.#hub.watch(queue, listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#hub.close();
+    if (this.#owned) this.database.close();
+  }
+
+  /** The database, with the messaging schema in place. */
+  #db(): SqliteDatabase {
+    if (this.#closed) throw new BackendClosedError(this.kind);
+    if (!this.#migrated) {
+      migrateSqlite(this.database, 'messaging', MESSAGING_MIGRATIONS);
+      this.#migrated = true;
+    }
+    return this.database;
+  }
+
+  #load(name: string): QueueContext {
+    const row = this.#db().prepare(SQL.queue).get<QueueRow>(name);
+    if (row === undefined) throw new UnknownQueueError(name);
+    return {
+      id: row.id,
+      name,
+      settings: this.#parseSettings(row.settings),
+      loadedSequence: row.last_sequence,
+      lastSequence: row.last_sequence,
+      wake: false,
+    };
+  }
+
+  /** Writes back the sequences used and, when messages may have become available, signals watchers. */
+  #finish(context: QueueContext): void {
+    if (!context.wake && context.lastSequence === context.loadedSequence) return;
+    this.database.prepare(SQL.finishQueue).run(context.lastSequence, context.id);
+    if (context.wake) this.database.afterCommit(() => this.#hub.notify(context.name));
+  }
+
+  #parseSettings(text: string): QueueSettings {
+    let settings = this.#settings.get(text);
+    if (settings === undefined) {
+      const raw = JSON.parse(text) as QueueSettings;
+      // Rebuilt field by field: JSON drops `defaultTtlMs: undefined`, and the port's shape must come back whole.
+      settings = {
+        lockDurationMs: raw.lockDurationMs,
+        maxDeliveryCount: raw.maxDeliveryCount,
+        duplicateWindowMs: raw.duplicateWindowMs,
+        defaultTtlMs: raw.defaultTtlMs ?? undefined,
+        maxMessageBytes: raw.maxMessageBytes,
+        priority: raw.priority,
+        sessions: raw.sessions,
+      };
+      this.#settings.set(text, settings);
+    }
+    return settings;
+  }
+
+  #store(context: QueueContext, message: OutgoingMessage, now: number): SendOutcome {
+    const db = this.database;
+    const { settings } = context;
+    if (
+      settings.duplicateWindowMs > 0 &&
+      db.prepare(SQL.recordId).run(context.id, message.id, now + settings.duplicateWindowMs, now).changes ===
+        0
+    ) {
+      return { id: message.id, accepted: false, sequence: undefined };
+    }
+    const sequence = ++context.lastSequence;
+    const priority = message.priority ?? 0;
+    const expiresAt =
+      message.expiresAt ?? (settings.defaultTtlMs === undefined ? null : now + settings.defaultTtlMs);
+    const session = settings.sessions ? (message.sessionId ?? null) : null;
+    const availableAt = message.availableAt ?? now;
+    const placement =
+      session !== null && this.#sessionBusy(context, session)
+        ? waitingPlacement(availableAt)
+        : this.#placement(context, priority, availableAt, now);
+    db.prepare(SQL.insert).run(
+      context.id,
+      sequence,
+      placement.state,
+      placement.rank,
+      placement.dueAt,
+      placement.availableAt,
+      expiresAt,
+      now,
+      priority,
+      session,
+      message.id,
+      message.sessionId ?? null,
+      message.contentType ?? null,
+      message.correlationId ?? null,
+      message.replyTo ?? null,
+      message.subject ?? null,
+      message.headers === undefined ? null : JSON.stringify(message.headers),
+      message.body,
+    );
+    context.wake = true;
+    return { id: message.id, accepted: true, sequence };
+  }
+
+  #pruneIds(context: QueueContext, now: number, sent: number): void {
+    if (context.settings.duplicateWindowMs === 0) return;
+    this.database.prepare(SQL.pruneIds).run(context.id, context.id, now, PRUNE_BATCH + 2 * sent);
+  }
+
+  #sessionBusy(context: QueueContext, session: string): boolean {
+    return this.database.prepare(SQL.sessionHead).get(context.id, session) !== undefined;
+  }
+
+  /** Where a message that may be delivered from `availableAt` goes: scheduled, or available with its rank. */
+  #placement(context: QueueContext, priority: number, availableAt: number, now: number): Placement {
+    return availableAt > now
+      ? { state: 'scheduled', availableAt, rank: null, dueAt: availableAt }
+      : {
+          state: 'available',
+          availableAt,
+          rank: rankOf(availableAt, priority, context.settings.priority),
+          dueAt: null,
+        };
+  }
+
+  #makeDeliverable(
+    context: QueueContext,
+    pk: number,
+    priority: number,
+    availableAt: number,
+    now: number,
+  ): void {
+    const placement = this.#placement(context, priority, availableAt, now);
+    this.database
+      .prepare(SQL.makeDeliverable)
+      .run(placement.state, placement.availableAt, placement.rank, placement.dueAt, pk);
+    context.wake = true;
+  }
+
+  #kill(
+    context: QueueContext,
+    pk: number,
+    session: string | null,
+    reason: string,
+    description: string | undefined,
+    now: number,
+  ): void {
+    this.database.prepare(SQL.kill).run(reason, description ?? null, now, pk);
+    if (session !== null) this.#advanceSession(context, session, now);
+  }
+
+  /** The session's head left (completed or dead): the next waiting message becomes its head. */
+  #advanceSession(context: QueueContext, session: string, now: number): void {
+    const next = this.database
+      .prepare(SQL.nextWaiting)
+      .get<{ pk: number; available_at: number; priority: number }>(context.id, session);
+    if (next === undefined) return;
+    this.#makeDeliverable(context, next.pk, next.priority, Math.max(next.available_at, now), now);
+  }
+
+  /** Due scheduled messages become available; expired locks come back or, past the last delivery, die. */
+  #releaseDue(context: QueueContext, now: number): void {
+    const db = this.database;
+    const due = db.prepare(SQL.nextDue).get<DueRow>(context.id, context.id) as DueRow;
+    const step = priorityStep(context.settings.priority);
+    if (due.scheduled !== null && due.scheduled <= now) {
+      for (const { session } of db
+        .prepare(SQL.killExpiredScheduled)
+        .all<{ session: string | null }>(DEAD_LETTER_EXPIRED, now, context.id, now, now)) {
+        if (session !== null) this.#advanceSession(context, session, now);
+      }
+      db.prepare(SQL.releaseScheduled).run(step, context.id, now);
+    }
+    if (due.locked !== null && due.locked <= now) {
+      const maxDeliveries = context.settings.maxDeliveryCount;
+      for (const { session } of db
+        .prepare(SQL.killExhaustedLocks)
+        .all<{ session: string | null }>(DEAD_LETTER_MAX_DELIVERIES, now, context.id, now, maxDeliveries)) {
+        if (session !== null) this.#advanceSession(context, session, now);
+      }
+      db.prepare(SQL.releaseLocks).run(step, context.id, now);
+    }
+  }
+
+  #nextDue(context: QueueContext): number | undefined {
+    const due = this.database.prepare(SQL.nextDue).get<DueRow>(context.id, context.id) as DueRow;
+    if (due.scheduled === null) return due.locked ?? undefined;
+    return due.locked === null ? due.scheduled : Math.min(due.scheduled, due.locked);
+  }
+
+  #loadSubscriptions(): Subscription[] {
+    return this.#db()
+      .prepare(SQL.subscriptions)
+      .all<SubscriptionRow>()
+      .map((row) => {
+        const key = `${row.queue}\n${row.topics}\n${row.filter}`;
+        let subscription = this.#subscriptions.get(key);
+        if (subscription === undefined) {
+          subscription = {
+            queue: row.queue,
+            topics: JSON.parse(row.topics) as string[],
+            filter: row.filter === null ? undefined : (JSON.parse(row.filter) as MessageFilter),
+          };
+          this.#subscriptions.set(key, subscription);
+        }
+        return subscription;
+      });
+  }
+
+  #retain(topic: string, message: OutgoingMessage, now: number): void {
+    this.database
+      .prepare(SQL.retain)
+      .run(
+        topic,
+        now,
+        message.id,
+        message.availableAt ?? null,
+        message.expiresAt ?? null,
+        message.priority ?? null,
+        message.sessionId ?? null,
+        message.contentType ?? null,
+        message.correlationId ?? null,
+        message.replyTo ?? null,
+        message.subject ?? null,
+        message.headers === undefined ? null : JSON.stringify(message.headers),
+        message.body,
+      );
+  }
+}
+
+interface StatsRow {
+  available: number;
+  scheduled: number;
+  locked: number;
+  waiting: number;
+  dead: number;
+  oldest: number | null;
+}
+
+interface DueRow {
+  scheduled: number | null;
+  locked: number | null;
+}
+
+interface Placement {
+  state: MessageState;
+  availableAt: number;
+  rank: number | null;
+  dueAt: number | null;
+}
+
+/** Behind its session's head: keeps the time it asked to be available from, for when its turn comes. */
+function waitingPlacement(availableAt: number): Placement {
+  return { state: 'waiting', availableAt, rank: null, dueAt: null };
+}
+
+function priorityStep(policy: PriorityPolicy): number {
+  return policy.policy === 'strict' ? STRICT_PRIORITY_STEP : policy.agingMs;
+}
+
+/** The row a lock token was issued for; undefined for a string that is not one of our tokens. */
+function tokenRow(token: string): number | undefined {
+  const dot = token.indexOf('.');
+  const pk = dot > 0 ? Number(token.slice(0, dot)) : Number.NaN;
+  return Number.isSafeInteger(pk) ? pk : undefined;
+}
+
+function stored(row: MessageRow): StoredMessage {
+  return {
+    id: row.id,
+    contentType: row.content_type ?? undefined,
+    correlationId: row.correlation_id ?? undefined,
+    replyTo: row.reply_to ?? undefined,
+    subject: row.subject ?? undefined,
+    headers: row.headers === null ? undefined : (JSON.parse(row.headers) as Record<string, string>),
+    sessionId: row.session_id ?? undefined,
+    priority: row.priority,
+    body: row.body,
+    sequence: row.sequence,
+    enqueuedAt: row.enqueued_at,
+    availableAt: row.available_at,
+    expiresAt: row.expires_at ?? undefined,
+    deliveryCount: row.delivery_count,
+    state: row.state,
+  };
+}
+
+function retainedMessage(row: RetainedRow): OutgoingMessage {
+  return {
+    id: row.id,
+    body: row.body,
+    availableAt: row.available_at ?? undefined,
+    expiresAt: row.expires_at ?? undefined,
+    priority: row.priority ?? undefined,
+    sessionId: row.session_id ?? undefined,
+    contentType: row.content_type ?? undefined,
+    correlationId: row.correlation_id ?? undefined,
+    replyTo: row.reply_to ?? undefined,
+    subject: row.subject ?? undefined,
+    headers: row.headers === null ? undefined : (JSON.parse(row.headers) as Record<string, string>),
+  };
+}
+
+/** Identifies the database file among backends in this process; every in-memory database is its own. */
+function fileKey(path: string): string {
+  if (path === '' || path === ':memory:' || path.startsWith('file::memory:')) return `memory:${randomId()}`;
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+export function sqliteMessageBackend(options: SqliteMessageBackendOptions): SqliteMessageBackend {
+  return new SqliteMessageBackend(options);
+}

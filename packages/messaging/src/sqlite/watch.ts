@@ -1,0 +1,126 @@
+/**
+ * Wake-ups for `MessageBackend.watch` on SQLite, which has no notification channel between processes:
+ * - in this process, a commit wakes the watchers of every backend open on the same file at once;
+ * - from other processes, each backend with watchers polls `PRAGMA data_version` (it changes when another
+ *   connection commits; reading it touches no page, so a poll costs about a microsecond). Only on a change does
+ *   it read the `signal` counter of each watched queue, and it wakes the queues whose counter moved.
+ * The poll runs only while someone watches, and its timer never keeps the process alive.
+ */
+import type { SqliteDatabase } from './driver.js';
+
+type Listener = () => void;
+
+/** Hubs with watchers, by database file, so a commit reaches every backend on that file in this process. */
+const hubsByFile = new Map<string, Set<WatchHub>>();
+
+export class WatchHub {
+  readonly #file: string;
+  readonly #database: SqliteDatabase;
+  readonly #signalOf: (queue: string) => number | undefined;
+  readonly #intervalMs: number;
+  readonly #listeners = new Map<string, Set<Listener>>();
+  /** The last seen signal of each watched queue (undefined while the queue does not exist). */
+  readonly #signals = new Map<string, number | undefined>();
+  #timer: NodeJS.Timeout | undefined;
+  #dataVersion = -1;
+
+  /**
+   * @param file identifies the database file (its real path), so backends on one file in this process find
+   *   each other; an in-memory database gets a key of its own.
+   * @param signalOf reads a queue's `signal` counter.
+   */
+  constructor(
+    file: string,
+    database: SqliteDatabase,
+    signalOf: (queue: string) => number | undefined,
+    intervalMs: number,
+  ) {
+    this.#file = file;
+    this.#database = database;
+    this.#signalOf = signalOf;
+    this.#intervalMs = intervalMs;
+  }
+
+  watch(queue: string, listener: Listener): () => void {
+    let listeners = this.#listeners.get(queue);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#listeners.set(queue, listeners);
+      this.#signals.set(queue, this.#signalOf(queue));
+      if (this.#listeners.size === 1) this.#start();
+    }
+    // Wrapped so the same function can watch twice and unwatch once.
+    const entry = () => listener();
+    listeners.add(entry);
+    return () => {
+      if (!listeners.delete(entry) || listeners.size > 0 || this.#listeners.get(queue) !== listeners) return;
+      this.#listeners.delete(queue);
+      this.#signals.delete(queue);
+      if (this.#listeners.size === 0) this.#stop();
+    };
+  }
+
+  /** After a commit that may have made messages of `queue` available: wakes its watchers on this file. */
+  notify(queue: string): void {
+    const hubs = hubsByFile.get(this.#file);
+    if (hubs !== undefined) for (const hub of hubs) hub.#wake(queue);
+  }
+
+  close(): void {
+    this.#listeners.clear();
+    this.#signals.clear();
+    this.#stop();
+  }
+
+  #wake(queue: string): void {
+    const listeners = this.#listeners.get(queue);
+    if (listeners === undefined) return;
+    queueMicrotask(() => {
+      for (const listener of listeners) listener();
+    });
+  }
+
+  #start(): void {
+    let hubs = hubsByFile.get(this.#file);
+    if (hubs === undefined) {
+      hubs = new Set();
+      hubsByFile.set(this.#file, hubs);
+    }
+    hubs.add(this);
+    this.#dataVersion = this.#readDataVersion();
+    this.#timer = setInterval(() => this.#poll(), this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  #stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    const hubs = hubsByFile.get(this.#file);
+    hubs?.delete(this);
+    if (hubs?.size === 0) hubsByFile.delete(this.#file);
+  }
+
+  #readDataVersion(): number {
+    return this.#database.prepare('PRAGMA data_version').get<{ data_version: number }>()?.data_version ?? -1;
+  }
+
+  #poll(): void {
+    if (!this.#database.isOpen) {
+      this.#stop();
+      return;
+    }
+    try {
+      const version = this.#readDataVersion();
+      if (version === this.#dataVersion) return;
+      this.#dataVersion = version;
+      for (const [queue, seen] of this.#signals) {
+        const signal = this.#signalOf(queue);
+        if (signal === seen) continue;
+        this.#signals.set(queue, signal);
+        this.#wake(queue);
+      }
+    } catch {
+      // A read can meet SQLITE_BUSY while another process recovers the WAL; the next poll looks again.
+    }
+  }
+}
