@@ -18,3 +18,4 @@ export * from './outbox/sqlite-outbox.js';
 export * from './claim-check/index.js';
 export * from './pipes-and-filters.js';
 export * from './queue-metrics.js';
+export * from './request-reply.js';
