@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { Messaging, openMessageBackend } from '@stratus/messaging';
 import { runDemo } from './demo/demo.js';
 import { openEventLog } from './event-log.js';
+import { listDeadLetters, selectDeadLetters, showQueues } from './queues.js';
 
 const usage = `Usage: stratus <command> [options]
 
@@ -14,8 +16,19 @@ Commands:
           --limit-rps <n>    client-side rate limit, 0 for none (default 120)
           --plain            one line per second instead of a live dashboard
           --log <file>       also write every policy event as a pino JSON line to <file>
+  queues [--watch]
+          Every queue and subscription with its length, in flight, scheduled, dead letters and the
+          age of its oldest message; --watch redraws it every second until Ctrl-C.
+  dead-letters <queue> [--resend all|<seq,...>] [--purge all|<seq,...>] [--limit <n>]
+          Lists the dead letters of a queue (sequence, id, when, deliveries, reason), or puts
+          them back in the queue, or deletes them.
   help    Show this text.
+
+The queue commands take --backend <url> (default $STRATUS_MESSAGING_URL, else sqlite:./.data/messages.db):
+sqlite:<path>, postgres://..., redis://... or memory:.
 `;
+
+const DEFAULT_BACKEND = 'sqlite:./.data/messages.db';
 
 export class UsageError extends Error {}
 
@@ -36,6 +49,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
+  if (command === 'queues' || command === 'dead-letters') return queueCommand(command, rest);
   if (command !== 'demo') throw new UsageError(`Unknown command "${command}"`);
   const { values } = parseArgs({
     args: [...rest],
@@ -67,6 +81,57 @@ export async function main(argv: readonly string[]): Promise<number> {
       `Breaker transitions: ${summary.transitions.join(', ') || 'none'}\n`,
   );
   return 0;
+}
+
+async function queueCommand(command: 'queues' | 'dead-letters', args: readonly string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    options: {
+      backend: { type: 'string' },
+      watch: { type: 'boolean', default: false },
+      resend: { type: 'string' },
+      purge: { type: 'string' },
+      limit: { type: 'string' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const url = values.backend ?? process.env.STRATUS_MESSAGING_URL ?? DEFAULT_BACKEND;
+  const messaging = new Messaging({ backend: openMessageBackend(url) });
+  const write = (text: string) => process.stdout.write(text);
+  try {
+    if (command === 'queues') {
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      await showQueues(messaging, write, {
+        watch: values.watch,
+        live: process.stdout.isTTY === true,
+        signal: stop.signal,
+      });
+      return 0;
+    }
+    const queue = positionals[0];
+    if (queue === undefined) throw new UsageError('dead-letters needs a queue name');
+    if (values.resend !== undefined) {
+      const resent = await messaging
+        .queue(queue)
+        .resendDeadLetters(await selectDeadLetters(messaging, queue, values.resend));
+      write(`Resent ${resent} dead letter(s) to "${queue}".\n`);
+    } else if (values.purge !== undefined) {
+      const purged =
+        values.purge === 'all'
+          ? await messaging.queue(queue).purgeDeadLetters()
+          : await messaging
+              .queue(queue)
+              .purgeDeadLetters(await selectDeadLetters(messaging, queue, values.purge));
+      write(`Purged ${purged} dead letter(s) of "${queue}".\n`);
+    } else {
+      await listDeadLetters(messaging, queue, write, Math.floor(positiveNumber('limit', values.limit, 1000)));
+    }
+    return 0;
+  } finally {
+    await messaging.close();
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

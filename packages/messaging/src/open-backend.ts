@@ -1,3 +1,5 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { InvalidOptionsError } from '@stratus/core';
 import type { MessageBackend } from './backend.js';
 import { MemoryMessageBackend } from './memory/memory-backend.js';
@@ -19,8 +21,8 @@ export function openMessageBackend(url: string): MessageBackend {
     throw new InvalidOptionsError('url', 'expected a backend URL');
   if (url === 'memory:' || url === 'memory') return new MemoryMessageBackend();
   if (url.startsWith('sqlite:'))
-    return sqliteMessageBackend({ path: url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') });
-  if (/\.(db|sqlite3?)$/.test(url) && !url.includes('://')) return sqliteMessageBackend({ path: url });
+    return openSqliteFile(url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, ''));
+  if (/\.(db|sqlite3?)$/.test(url) && !url.includes('://')) return openSqliteFile(url);
   if (/^postgres(ql)?:\/\//.test(url)) {
     const parsed = new URL(url);
     const schema = parsed.searchParams.get('schema') ?? undefined;
@@ -37,4 +39,10 @@ export function openMessageBackend(url: string): MessageBackend {
     'url',
     `unsupported backend URL ${JSON.stringify(url)}: use sqlite:, postgres://, redis:// or memory:`,
   );
+}
+
+/** Opens (creating its directory when needed) a SQLite database file as a message backend. */
+function openSqliteFile(path: string): MessageBackend {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  return sqliteMessageBackend({ path });
 }
