@@ -47,6 +47,11 @@ export interface PostgresMessageBackendOptions {
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
 /** `<sequence>:<uuid>`: the sequence finds the row by primary key, the uuid identifies the delivery. */
 const LOCK_TOKEN = /^(\d{1,19}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+/**
+ * Requests with fewer items than this are group-committed; larger ones already amortise their round trip and go
+ * on their own, in parallel with the groups.
+ */
+const GROUP_BELOW = 16;
 /** SQLSTATE class 22 (data exception): one caller's bad value, not a fault of the whole group. */
 const DATA_EXCEPTION = /^22/;
 
@@ -72,6 +77,7 @@ interface MessageRow {
   delivery_count: number;
 }
 interface ReceivedRow extends MessageRow {
+  slot: number;
   lock_token: string;
   locked_until: number;
   next_due_at: number | null;
@@ -105,8 +111,9 @@ interface CompleteRequest {
 /**
  * The message backend on PostgreSQL. Every operation is one call of a plpgsql function (schema.ts), so one round
  * trip and one transaction: receive claims with FOR UPDATE SKIP LOCKED, publish fans out and filters server-side,
- * and NOTIFY from inside the functions wakes watchers on commit. Concurrent single-message sends and completes on
- * a queue are group-committed: those arriving while one is in flight go together in the next call.
+ * and NOTIFY from inside the functions wakes watchers on commit. Concurrent sends, receives and completes on a
+ * queue are group-committed: those arriving while one call is in flight go together in the next one (one round
+ * trip, one transaction), each caller getting its own result.
  */
 export class PostgresMessageBackend implements MessageBackend {
   readonly kind = 'postgres';
@@ -118,6 +125,7 @@ export class PostgresMessageBackend implements MessageBackend {
   readonly #listener: NotificationListener;
   readonly #sends = new Map<string, GroupCommit<SendRequest, SendOutcome[] | Error>>();
   readonly #completes = new Map<string, GroupCommit<CompleteRequest, SettleOutcome[]>>();
+  readonly #receives = new Map<string, GroupCommit<ReceiveRequest, ReceiveResult>>();
   readonly #sql: ReturnType<typeof statements>;
   #closed = false;
 
@@ -199,32 +207,23 @@ export class PostgresMessageBackend implements MessageBackend {
   }
 
   async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
-    if (messages.length === 0) {
-      // Still one call, for the unknown-queue check.
-      await this.#callSend(queue, [], []);
-      return [];
+    const request = { messages, now };
+    if (messages.length === 0 || messages.length >= GROUP_BELOW) {
+      return splitOutcomes(
+        [request],
+        await this.#callSend(queue, messages, nowsOf([request])),
+      )[0] as SendOutcome[];
     }
     const outcome = await this.#grouped(this.#sends, queue, (batch) => this.#flushSends(queue, batch)).submit(
-      {
-        messages,
-        now,
-      },
+      request,
     );
     if (outcome instanceof Error) throw outcome;
     return outcome;
   }
 
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
-    const rows = await this.#query<ReceivedRow>(
-      this.#sql.receive,
-      [queue, request.max, request.lockMs, request.now],
-      queue,
-    );
-    const first = rows[0];
-    if (first === undefined || first.sequence === null) {
-      return { messages: [], nextDueAt: first?.next_due_at ?? undefined };
-    }
-    return { messages: rows.map(delivered), nextDueAt: undefined };
+    if (request.max >= GROUP_BELOW) return (await this.#flushReceives(queue, [request]))[0] as ReceiveResult;
+    return this.#grouped(this.#receives, queue, (batch) => this.#flushReceives(queue, batch)).submit(request);
   }
 
   async renewLocks(
@@ -233,22 +232,23 @@ export class PostgresMessageBackend implements MessageBackend {
     lockMs: number,
     now: number,
   ): Promise<(number | undefined)[]> {
-    const { sequences, uuids, positions } = parseTokens(lockTokens);
-    const rows = await this.#query<{ ord: number; locked_until: number }>(
+    const { sequences, uuids, byPosition } = parseTokens(lockTokens);
+    const rows = await this.#query<{ lock_token: string; locked_until: number }>(
       this.#sql.renew,
       [queue, sequences, uuids, lockMs, now],
       queue,
     );
-    const results: (number | undefined)[] = lockTokens.map(() => undefined);
-    for (const row of rows) results[positions[row.ord - 1] as number] = row.locked_until;
-    return results;
+    const renewed = new Map(rows.map((row) => [row.lock_token, row.locked_until]));
+    return byPosition.map((uuid) => (uuid === undefined ? undefined : renewed.get(uuid)));
   }
 
   async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
-    return this.#grouped(this.#completes, queue, (batch) => this.#flushCompletes(queue, batch)).submit({
-      tokens: lockTokens,
-      now,
-    });
+    const request = { tokens: lockTokens, now };
+    if (lockTokens.length >= GROUP_BELOW)
+      return (await this.#flushCompletes(queue, [request]))[0] as SettleOutcome[];
+    return this.#grouped(this.#completes, queue, (batch) => this.#flushCompletes(queue, batch)).submit(
+      request,
+    );
   }
 
   async abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome> {
@@ -503,16 +503,41 @@ export class PostgresMessageBackend implements MessageBackend {
     return new Map(rows.map((row) => [row.ord - 1, Number(row.sequence)]));
   }
 
+  async #flushReceives(queue: string, batch: ReceiveRequest[]): Promise<ReceiveResult[]> {
+    const rows = await this.#query<ReceivedRow>(
+      this.#sql.receive,
+      [
+        queue,
+        batch.map((request) => request.max),
+        batch.map((request) => request.lockMs),
+        batch.map((request) => request.now),
+      ],
+      queue,
+    );
+    const results = batch.map((): ReceiveResult => ({ messages: [], nextDueAt: undefined }));
+    for (const row of rows) {
+      const slot = row.slot - 1;
+      if (row.sequence === null) results[slot] = { messages: [], nextDueAt: row.next_due_at ?? undefined };
+      else results[slot]?.messages.push(delivered(row));
+    }
+    return results;
+  }
+
   async #flushCompletes(queue: string, batch: CompleteRequest[]): Promise<SettleOutcome[][]> {
     const tokens = batch.flatMap((request) => request.tokens);
     const nows = batch.flatMap((request) => request.tokens.map(() => request.now));
-    const { sequences, uuids, positions } = parseTokens(tokens);
-    const rows = await this.#query<{ ord: number }>(
+    const { sequences, uuids, byPosition } = parseTokens(tokens);
+    const rows = await this.#query<{ lock_token: string }>(
       this.#sql.complete,
-      [queue, sequences, uuids, positions.map((position) => nows[position])],
+      [queue, sequences, uuids, nows.filter((_, position) => byPosition[position] !== undefined)],
       queue,
     );
-    const done = new Set(rows.map((row) => positions[row.ord - 1]));
+    // A token given twice completes once: the first of its positions.
+    const completed = new Set(rows.map((row) => row.lock_token));
+    const done = new Set<number>();
+    byPosition.forEach((uuid, position) => {
+      if (uuid !== undefined && completed.delete(uuid)) done.add(position);
+    });
     let offset = 0;
     return batch.map((request) => {
       const outcomes = request.tokens.map((_, i): SettleOutcome => (done.has(offset + i) ? 'ok' : 'lost'));
@@ -620,11 +645,14 @@ function statements(schema: string) {
       `SELECT ord, sequence FROM ${S}.send($1, $2::float8[], $3::text[], $4::bytea[], $5::json[], $6::smallint[],
          $7::text[], $8::float8[], $9::float8[])`,
     ),
-    receive: named('receive', `SELECT * FROM ${S}.receive($1, $2, $3, $4)`),
-    renew: named('renew', `SELECT ord, locked_until FROM ${S}.renew($1, $2::bigint[], $3::uuid[], $4, $5)`),
+    receive: named('receive', `SELECT * FROM ${S}.receive($1, $2::int[], $3::float8[], $4::float8[])`),
+    renew: named(
+      'renew',
+      `SELECT lock_token, locked_until FROM ${S}.renew($1, $2::bigint[], $3::uuid[], $4, $5)`,
+    ),
     complete: named(
       'complete',
-      `SELECT ord FROM ${S}.complete($1, $2::bigint[], $3::uuid[], $4::float8[]) AS ord`,
+      `SELECT lock_token FROM ${S}.complete($1, $2::bigint[], $3::uuid[], $4::float8[]) AS lock_token`,
     ),
     abandon: named('abandon', `SELECT ${S}.abandon($1, $2, $3, $4, $5) AS ok`),
     deadLetter: named('dead_letter', `SELECT ${S}.dead_letter($1, $2, $3, $4, $5, $6) AS ok`),
@@ -709,23 +737,25 @@ function splitOutcomes(batch: readonly SendRequest[], accepted: Map<number, numb
   });
 }
 
-/** Well-formed tokens as the function's arrays, with each one's position among the tokens given. */
+/**
+ * The well-formed tokens as the functions' arrays, and the delivery uuid at each position (undefined where the
+ * token is not one of ours, which settles as lost).
+ */
 function parseTokens(tokens: readonly string[]): {
   sequences: string[];
   uuids: string[];
-  positions: number[];
+  byPosition: (string | undefined)[];
 } {
   const sequences: string[] = [];
   const uuids: string[] = [];
-  const positions: number[] = [];
-  tokens.forEach((token, position) => {
+  const byPosition = tokens.map((token) => {
     const match = LOCK_TOKEN.exec(token);
-    if (match === null) return; // not one of ours: lost
+    if (match === null) return undefined;
     sequences.push(match[1] as string);
     uuids.push(match[2] as string);
-    positions.push(position);
+    return match[2] as string;
   });
-  return { sequences, uuids, positions };
+  return { sequences, uuids, byPosition };
 }
 
 function sqlState(error: unknown): string | undefined {

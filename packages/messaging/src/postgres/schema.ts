@@ -46,6 +46,10 @@ const due = (m: string) =>
 function firstMigration(schema: string): string {
   const S = `"${schema}"`;
   const channel = `'${channelOf(schema)}'`;
+  // Whether a due message dies instead of becoming available again; whether a slot's claimed one expired (TTL).
+  const dies = `(CASE WHEN m.state = 'scheduled' THEN coalesce(m.expires_at <= v_now, false)
+    ELSE m.delivery_count >= q.max_delivery_count END)`;
+  const slotExpired = 'coalesce(m.expires_at <= p_nows[v_slot], false)';
   const rank = (at: string, priority: string) => `${at} + (${MAX_PRIORITY} - ${priority}) * q.priority_step`;
   const lookupQueue = (name: string) => `
     SELECT * INTO q FROM ${S}.queues WHERE name = ${name};
@@ -77,7 +81,8 @@ CREATE TABLE ${S}.queues (
   sessions boolean NOT NULL
 );
 
--- Times are epoch milliseconds from the caller's clock, as float8 like JavaScript numbers.
+-- A message's delivery state: a small row rewritten on every transition. Times are epoch milliseconds from the
+-- caller's clock, as float8 like JavaScript numbers.
 CREATE TABLE ${S}.messages (
   queue_id int NOT NULL,
   sequence bigint NOT NULL,
@@ -90,17 +95,24 @@ CREATE TABLE ${S}.messages (
   priority smallint NOT NULL,
   -- The session id when the queue orders sessions (gating key); the sessionId property itself is in props.
   session_key text,
-  enqueued_at float8 NOT NULL,
   expires_at float8,
   dead_at float8,
-  id text NOT NULL,
-  props json,
   dead_reason text,
   dead_description text,
-  body bytea NOT NULL,
   PRIMARY KEY (queue_id, sequence)
 ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01,
         autovacuum_vacuum_cost_delay = 0);
+
+-- What was sent, written once: kept apart so that state transitions do not copy the body.
+CREATE TABLE ${S}.payloads (
+  queue_id int NOT NULL,
+  sequence bigint NOT NULL,
+  enqueued_at float8 NOT NULL,
+  id text NOT NULL,
+  props json,
+  body bytea NOT NULL,
+  PRIMARY KEY (queue_id, sequence)
+) WITH (autovacuum_vacuum_scale_factor = 0.02);
 
 -- receive: the available messages in delivery order.
 CREATE INDEX messages_available ON ${S}.messages (queue_id, rank, sequence) WHERE state = 'available';
@@ -253,13 +265,14 @@ BEGIN
                    WHERE m.queue_id = q.id AND m.session_key = a.session_key AND m.state <> 'dead')) AS waits
     FROM accepted a
   ), inserted AS (
-    INSERT INTO ${S}.messages (queue_id, sequence, state, rank, available_at, priority, session_key, enqueued_at,
-      expires_at, id, props, body)
+    INSERT INTO ${S}.messages (queue_id, sequence, state, rank, available_at, priority, session_key, expires_at)
     SELECT q.id, g.sequence,
       CASE WHEN g.waits THEN 'waiting' WHEN g.available_at > g.now THEN 'scheduled' ELSE 'available' END,
-      ${rank('g.available_at', 'g.priority')}, g.available_at, g.priority, g.session_key, g.now, g.expires_at,
-      g.id, g.props, g.body
+      ${rank('g.available_at', 'g.priority')}, g.available_at, g.priority, g.session_key, g.expires_at
     FROM gated g
+  ), stored AS (
+    INSERT INTO ${S}.payloads (queue_id, sequence, enqueued_at, id, props, body)
+    SELECT q.id, a.sequence, a.now, a.id, a.props, a.body FROM accepted a
   )
   SELECT a.ord, a.sequence FROM accepted a;
   IF FOUND THEN
@@ -288,102 +301,130 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION ${S}.receive(p_queue text, p_max int, p_lock_ms float8, p_now float8)
-RETURNS TABLE (sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+-- Receives for several callers (slots) in one transaction (group commit); p_maxes, p_lock_ms and p_nows give
+-- each caller's request and rows carry the slot they belong to. The slots share one pass over the queue: due
+-- messages are released as of the latest now among them, then one claim of all the messages wanted is dealt out
+-- in slot order, each slot locking its share with its own now and lock duration. A slot left short because
+-- some of its share had expired (TTL) is served again from a fresh claim.
+CREATE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[])
+RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
   available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
   next_due_at float8)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   q ${S}.queues;
-  picked bigint[] := '{}';
+  v_now float8 := (SELECT max(n) FROM unnest(p_nows) AS n);
+  needs int[] := p_maxes;
+  claimed bigint[];
+  share bigint[];
+  dealt int;
+  v_slot int;
+  died boolean;
+  rounds int := 0;
+  locked_sequences bigint[] := '{}';
+  locked_slots int[] := '{}';
   round_locked bigint[];
   round_dead bigint;
   ended text[];
-  rounds int := 0;
+  v_next_due float8;
 BEGIN
   ${lookupQueue('p_queue')}
   -- (1) due scheduled messages become available (or die, expired); (2) expired locks come back (or die).
-  WITH due AS (
-    SELECT m.sequence,
-      CASE WHEN m.state = 'scheduled' THEN m.expires_at <= p_now
-           ELSE m.delivery_count >= q.max_delivery_count END AS dies,
-      CASE WHEN m.state = 'scheduled' THEN '${DEAD_LETTER_EXPIRED}' ELSE '${DEAD_LETTER_MAX_DELIVERIES}' END AS reason,
-      CASE WHEN m.state = 'scheduled' THEN m.available_at ELSE m.locked_until END AS at
-    FROM ${S}.messages m
-    WHERE m.queue_id = q.id AND m.state IN ('scheduled', 'locked') AND ${due('m.')} <= p_now
-    ORDER BY ${due('m.')} LIMIT 5000
-    FOR UPDATE SKIP LOCKED
-  ), moved AS (
+  WITH moved AS (
     UPDATE ${S}.messages m SET
-      state = CASE WHEN d.dies THEN 'dead' ELSE 'available' END,
-      available_at = CASE WHEN d.dies THEN m.available_at ELSE d.at END,
-      rank = CASE WHEN d.dies THEN m.rank ELSE ${rank('d.at', 'm.priority')} END,
+      state = CASE WHEN ${dies} THEN 'dead' ELSE 'available' END,
+      available_at = CASE WHEN m.state = 'locked' AND NOT ${dies} THEN m.locked_until ELSE m.available_at END,
+      rank = CASE WHEN ${dies} THEN m.rank
+                  ELSE ${rank("CASE WHEN m.state = 'locked' THEN m.locked_until ELSE m.available_at END", 'm.priority')} END,
       lock_token = NULL,
       locked_until = NULL,
-      dead_reason = CASE WHEN d.dies THEN d.reason END,
-      dead_at = CASE WHEN d.dies THEN p_now END
-    FROM due d WHERE m.queue_id = q.id AND m.sequence = d.sequence
+      dead_reason = CASE WHEN NOT ${dies} THEN NULL WHEN m.state = 'scheduled' THEN '${DEAD_LETTER_EXPIRED}'
+                         ELSE '${DEAD_LETTER_MAX_DELIVERIES}' END,
+      dead_at = CASE WHEN ${dies} THEN v_now END
+    WHERE m.queue_id = q.id AND m.sequence = ANY (ARRAY(
+      SELECT x.sequence FROM ${S}.messages x
+      WHERE x.queue_id = q.id AND x.state IN ('scheduled', 'locked') AND ${due('x.')} <= v_now
+      ORDER BY ${due('x.')} LIMIT 5000
+      FOR UPDATE SKIP LOCKED))
     RETURNING m.state, m.session_key
   )
   SELECT array_agg(DISTINCT mv.session_key) FILTER (WHERE mv.state = 'dead' AND mv.session_key IS NOT NULL)
     INTO ended FROM moved mv;
   IF ended IS NOT NULL THEN
-    PERFORM ${S}.advance_sessions(q, ended, p_now);
+    PERFORM ${S}.advance_sessions(q, ended, v_now);
   END IF;
 
-  -- (3) pick in (rank, sequence) order, skipping what others hold; expired ones die and we pick again.
+  -- (3) claim in (rank, sequence) order, skipping what others hold, and deal out.
   LOOP
     rounds := rounds + 1;
-    WITH pick AS (
-      SELECT m.sequence, coalesce(m.expires_at <= p_now, false) AS expired FROM ${S}.messages m
-      WHERE m.queue_id = q.id AND m.state = 'available'
-      ORDER BY m.rank, m.sequence
-      LIMIT p_max - cardinality(picked)
-      FOR UPDATE SKIP LOCKED
-    ), taken AS (
-      UPDATE ${S}.messages m SET
-        state = CASE WHEN p.expired THEN 'dead' ELSE 'locked' END,
-        delivery_count = m.delivery_count + CASE WHEN p.expired THEN 0 ELSE 1 END,
-        lock_token = CASE WHEN p.expired THEN NULL ELSE gen_random_uuid() END,
-        locked_until = CASE WHEN p.expired THEN NULL ELSE p_now + p_lock_ms END,
-        dead_reason = CASE WHEN p.expired THEN '${DEAD_LETTER_EXPIRED}' END,
-        dead_at = CASE WHEN p.expired THEN p_now END
-      FROM pick p WHERE m.queue_id = q.id AND m.sequence = p.sequence
-      RETURNING m.sequence, m.rank, p.expired, m.session_key
-    )
-    SELECT coalesce(array_agg(t.sequence ORDER BY t.rank, t.sequence) FILTER (WHERE NOT t.expired), '{}'),
-      count(*) FILTER (WHERE t.expired),
-      array_agg(DISTINCT t.session_key) FILTER (WHERE t.expired AND t.session_key IS NOT NULL)
-      INTO round_locked, round_dead, ended
-    FROM taken t;
-    picked := picked || round_locked;
-    IF ended IS NOT NULL THEN
-      PERFORM ${S}.advance_sessions(q, ended, p_now);
-    END IF;
-    EXIT WHEN round_dead = 0 OR cardinality(picked) >= p_max OR rounds >= 100;
+    claimed := ARRAY(
+      SELECT x.sequence FROM ${S}.messages x
+      WHERE x.queue_id = q.id AND x.state = 'available'
+      ORDER BY x.rank, x.sequence
+      LIMIT (SELECT sum(n) FROM unnest(needs) AS n)
+      FOR UPDATE SKIP LOCKED);
+    EXIT WHEN cardinality(claimed) = 0;
+    dealt := 0;
+    died := false;
+    FOR v_slot IN 1 .. cardinality(needs) LOOP
+      CONTINUE WHEN needs[v_slot] = 0;
+      EXIT WHEN dealt >= cardinality(claimed);
+      share := claimed[dealt + 1 : dealt + needs[v_slot]];
+      dealt := dealt + cardinality(share);
+      -- (4) lock each, or dead-letter it when it expired.
+      WITH taken AS (
+        UPDATE ${S}.messages m SET
+          state = CASE WHEN ${slotExpired} THEN 'dead' ELSE 'locked' END,
+          delivery_count = m.delivery_count + CASE WHEN ${slotExpired} THEN 0 ELSE 1 END,
+          lock_token = CASE WHEN ${slotExpired} THEN NULL ELSE gen_random_uuid() END,
+          locked_until = CASE WHEN ${slotExpired} THEN NULL ELSE p_nows[v_slot] + p_lock_ms[v_slot] END,
+          dead_reason = CASE WHEN ${slotExpired} THEN '${DEAD_LETTER_EXPIRED}' END,
+          dead_at = CASE WHEN ${slotExpired} THEN p_nows[v_slot] END
+        WHERE m.queue_id = q.id AND m.sequence = ANY (share)
+        RETURNING m.sequence, m.rank, ${slotExpired} AS expired, m.session_key
+      )
+      SELECT coalesce(array_agg(t.sequence ORDER BY t.rank, t.sequence) FILTER (WHERE NOT t.expired), '{}'),
+        count(*) FILTER (WHERE t.expired),
+        array_agg(DISTINCT t.session_key) FILTER (WHERE t.expired AND t.session_key IS NOT NULL)
+        INTO round_locked, round_dead, ended
+      FROM taken t;
+      locked_sequences := locked_sequences || round_locked;
+      locked_slots := locked_slots || array_fill(v_slot, ARRAY[cardinality(round_locked)]);
+      needs[v_slot] := needs[v_slot] - cardinality(round_locked);
+      IF ended IS NOT NULL THEN
+        PERFORM ${S}.advance_sessions(q, ended, p_nows[v_slot]);
+      END IF;
+      died := died OR round_dead > 0;
+    END LOOP;
+    EXIT WHEN NOT died OR rounds >= 100;
   END LOOP;
 
-  IF cardinality(picked) > 0 THEN
-    RETURN QUERY
-    SELECT m.sequence, m.id, m.body, m.props, m.priority, m.enqueued_at, m.available_at, m.expires_at,
-      m.delivery_count, m.lock_token, m.locked_until, NULL::float8
-    FROM unnest(picked) WITH ORDINALITY AS p(sequence, ord)
-    JOIN ${S}.messages m ON m.queue_id = q.id AND m.sequence = p.sequence
-    ORDER BY p.ord;
-  ELSE
-    -- Nothing to deliver: one row carrying only when to look again (none when nothing is pending).
-    RETURN QUERY
-    SELECT NULL::bigint, NULL::text, NULL::bytea, NULL::json, NULL::smallint, NULL::float8, NULL::float8,
-      NULL::float8, NULL::int, NULL::uuid, NULL::float8, min(${due('')})
-    FROM ${S}.messages WHERE queue_id = q.id AND state IN ('scheduled', 'locked')
-    HAVING min(${due('')}) IS NOT NULL;
+  RETURN QUERY
+  SELECT l.slot, m.sequence, b.id, b.body, b.props, m.priority, b.enqueued_at, m.available_at, m.expires_at,
+    m.delivery_count, m.lock_token, m.locked_until, NULL::float8
+  FROM unnest(locked_sequences, locked_slots) WITH ORDINALITY AS l(sequence, slot, ord)
+  JOIN ${S}.messages m ON m.queue_id = q.id AND m.sequence = l.sequence
+  JOIN ${S}.payloads b ON b.queue_id = q.id AND b.sequence = l.sequence
+  ORDER BY l.ord;
+  -- Slots that got nothing: one row each carrying only when to look again (none when nothing is pending).
+  IF cardinality(locked_sequences) < (SELECT sum(n) FROM unnest(p_maxes) AS n) THEN
+    SELECT min(${due('')}) INTO v_next_due FROM ${S}.messages
+    WHERE queue_id = q.id AND state IN ('scheduled', 'locked');
+    IF v_next_due IS NOT NULL THEN
+      RETURN QUERY
+      SELECT e.slot::int, NULL::bigint, NULL::text, NULL::bytea, NULL::json, NULL::smallint, NULL::float8,
+        NULL::float8, NULL::float8, NULL::int, NULL::uuid, NULL::float8, v_next_due
+      FROM generate_subscripts(p_maxes, 1) AS e(slot)
+      WHERE NOT e.slot = ANY (locked_slots);
+    END IF;
   END IF;
 END
 $$;
 
+-- Tokens are matched with = ANY so that the rows are found through the primary key, whatever the statistics.
 CREATE FUNCTION ${S}.renew(p_queue text, p_sequences bigint[], p_tokens uuid[], p_lock_ms float8, p_now float8)
-RETURNS TABLE (ord int, locked_until float8)
+RETURNS TABLE (lock_token uuid, locked_until float8)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -392,31 +433,33 @@ BEGIN
   ${lookupQueue('p_queue')}
   RETURN QUERY
   UPDATE ${S}.messages m SET locked_until = p_now + p_lock_ms
-  FROM unnest(p_sequences, p_tokens) WITH ORDINALITY AS t(sequence, token, ord)
-  WHERE m.queue_id = q.id AND m.sequence = t.sequence AND m.lock_token = t.token AND m.state = 'locked'
-  RETURNING t.ord::int, m.locked_until;
+  WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.lock_token = ANY (p_tokens)
+    AND m.state = 'locked'
+  RETURNING m.lock_token, m.locked_until;
 END
 $$;
 
--- Deletes the messages of the given deliveries; returns the ordinals that were still held. p_nows: per token.
+-- Deletes the messages of the given deliveries; returns the tokens that still held them. p_nows: per token.
 CREATE FUNCTION ${S}.complete(p_queue text, p_sequences bigint[], p_tokens uuid[], p_nows float8[])
-RETURNS SETOF int
+RETURNS SETOF uuid
 LANGUAGE plpgsql AS $$
 DECLARE
   q ${S}.queues;
-  done int[];
+  done uuid[];
   ended text[];
   ended_at float8;
 BEGIN
   ${lookupQueue('p_queue')}
   WITH gone AS (
     DELETE FROM ${S}.messages m
-    USING unnest(p_sequences, p_tokens, p_nows) WITH ORDINALITY AS t(sequence, token, now, ord)
-    WHERE m.queue_id = q.id AND m.sequence = t.sequence AND m.lock_token = t.token AND m.state = 'locked'
-    RETURNING t.ord::int AS ord, t.now, m.session_key
+    WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.lock_token = ANY (p_tokens)
+      AND m.state = 'locked'
+    RETURNING m.sequence, m.lock_token, m.session_key
+  ), unstored AS (
+    DELETE FROM ${S}.payloads b WHERE b.queue_id = q.id AND b.sequence = ANY (ARRAY(SELECT g.sequence FROM gone g))
   )
-  SELECT array_agg(g.ord), array_agg(g.session_key) FILTER (WHERE g.session_key IS NOT NULL),
-    max(g.now) FILTER (WHERE g.session_key IS NOT NULL)
+  SELECT array_agg(g.lock_token), array_agg(g.session_key) FILTER (WHERE g.session_key IS NOT NULL),
+    max(p_nows[array_position(p_tokens, g.lock_token)]) FILTER (WHERE g.session_key IS NOT NULL)
     INTO done, ended, ended_at
   FROM gone g;
   IF ended IS NOT NULL THEN
@@ -484,18 +527,30 @@ $$;
 
 -- Live messages (p_dead false) or dead letters (true) after a sequence, in sequence order.
 CREATE FUNCTION ${S}.list_messages(p_queue text, p_dead boolean, p_after bigint, p_limit int)
-RETURNS SETOF ${S}.messages
+RETURNS TABLE (sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+  available_at float8, expires_at float8, delivery_count int, state text, dead_reason text,
+  dead_description text, dead_at float8)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
   q ${S}.queues;
 BEGIN
   ${lookupQueue('p_queue')}
+  -- Two statements, so that each can use its index (dead letters have their own).
   IF p_dead THEN
-    RETURN QUERY SELECT * FROM ${S}.messages m
-      WHERE m.queue_id = q.id AND m.state = 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit;
+    RETURN QUERY
+    SELECT m.sequence, b.id, b.body, b.props, m.priority, b.enqueued_at, m.available_at, m.expires_at,
+      m.delivery_count, m.state, m.dead_reason, m.dead_description, m.dead_at
+    FROM ${S}.messages m JOIN ${S}.payloads b ON b.queue_id = m.queue_id AND b.sequence = m.sequence
+    WHERE m.queue_id = q.id AND m.state = 'dead' AND m.sequence > p_after
+    ORDER BY m.sequence LIMIT p_limit;
   ELSE
-    RETURN QUERY SELECT * FROM ${S}.messages m
-      WHERE m.queue_id = q.id AND m.state <> 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit;
+    RETURN QUERY
+    SELECT m.sequence, b.id, b.body, b.props, m.priority, b.enqueued_at, m.available_at, m.expires_at,
+      m.delivery_count, m.state, m.dead_reason, m.dead_description, m.dead_at
+    FROM ${S}.messages m JOIN ${S}.payloads b ON b.queue_id = m.queue_id AND b.sequence = m.sequence
+    WHERE m.queue_id = q.id AND m.state <> 'dead' AND m.sequence > p_after
+    ORDER BY m.sequence LIMIT p_limit;
   END IF;
 END
 $$;
@@ -510,8 +565,9 @@ BEGIN
   RETURN QUERY
   SELECT count(*) FILTER (WHERE m.state = 'available'), count(*) FILTER (WHERE m.state = 'scheduled'),
     count(*) FILTER (WHERE m.state = 'locked'), count(*) FILTER (WHERE m.state = 'waiting'),
-    count(*) FILTER (WHERE m.state = 'dead'), min(m.enqueued_at) FILTER (WHERE m.state <> 'dead')
-  FROM ${S}.messages m WHERE m.queue_id = q.id;
+    count(*) FILTER (WHERE m.state = 'dead'), min(b.enqueued_at) FILTER (WHERE m.state <> 'dead')
+  FROM ${S}.messages m JOIN ${S}.payloads b ON b.queue_id = m.queue_id AND b.sequence = m.sequence
+  WHERE m.queue_id = q.id;
 END
 $$;
 
@@ -559,9 +615,14 @@ DECLARE
   purged int;
 BEGIN
   ${lookupQueue('p_queue')}
-  DELETE FROM ${S}.messages m
-  WHERE m.queue_id = q.id AND m.state = 'dead' AND (p_sequences IS NULL OR m.sequence = ANY (p_sequences));
-  GET DIAGNOSTICS purged = ROW_COUNT;
+  WITH gone AS (
+    DELETE FROM ${S}.messages m
+    WHERE m.queue_id = q.id AND m.state = 'dead' AND (p_sequences IS NULL OR m.sequence = ANY (p_sequences))
+    RETURNING m.sequence
+  ), unstored AS (
+    DELETE FROM ${S}.payloads b WHERE b.queue_id = q.id AND b.sequence = ANY (ARRAY(SELECT g.sequence FROM gone g))
+  )
+  SELECT count(*) INTO purged FROM gone;
   RETURN purged;
 END
 $$;
@@ -602,6 +663,7 @@ BEGIN
     RETURN false;
   END IF;
   DELETE FROM ${S}.messages WHERE queue_id = gone;
+  DELETE FROM ${S}.payloads WHERE queue_id = gone;
   DELETE FROM ${S}.dedup WHERE queue_id = gone;
   DELETE FROM ${S}.sessions WHERE queue_id = gone;
   DELETE FROM ${S}.subscriptions WHERE queue_id = gone;
