@@ -48,7 +48,7 @@ import {
   type TopicSettings,
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
-import { SCRIPTS, type ScriptName } from './scripts.js';
+import { RECORD_STRINGS_OFFSET, SCRIPTS, type ScriptName, STATE_NAMES } from './scripts.js';
 
 export interface RedisMessageBackendOptions {
   /**
@@ -64,8 +64,6 @@ export interface RedisMessageBackendOptions {
 
 type Argument = string | Buffer;
 type Reply = Buffer | number | null | Reply[];
-
-const STATES: readonly MessageState[] = ['available', 'available', 'scheduled', 'locked', 'waiting', 'dead'];
 
 class Script {
   readonly sha: string;
@@ -148,7 +146,7 @@ export class RedisMessageBackend implements MessageBackend {
 
   async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
     const args: Argument[] = [String(now)];
-    for (const message of messages) pushMessage(args, message);
+    pushMessages(args, messages);
     const sequences = (await this.#runOnQueue('send', queue, args)) as number[];
     return messages.map((message, i) => {
       const sequence = sequences[i] as number;
@@ -166,19 +164,18 @@ export class RedisMessageBackend implements MessageBackend {
       String(request.max),
       String(lockMs),
       nonce,
-    ])) as (Buffer | null)[];
+    ])) as (Buffer | number | null)[];
     const messages: DeliveredMessage[] = [];
-    const lockedUntil = now + lockMs;
-    for (let i = 1; i < reply.length; i += 2) {
-      const fields = (reply[i + 1] as Buffer).toString('latin1').split(' ');
+    for (let i = 1; i < reply.length; i += 3) {
+      const record = reply[i + 1] as Buffer;
       messages.push({
-        ...storedMessage(reply[i] as Buffer, fields),
-        lockToken: fields[6] as string,
-        lockedUntil,
+        ...storedMessage(reply[i] as number, record, reply[i + 2] as Buffer),
+        lockToken: recordStrings(record)[0] as string,
+        lockedUntil: record.readDoubleLE(LOCKED_UNTIL),
       });
     }
-    const nextDueAt = reply[0] === null ? undefined : Number(reply[0]?.toString('latin1'));
-    return { messages, nextDueAt: messages.length > 0 ? undefined : nextDueAt };
+    const due = reply[0] as Buffer | null;
+    return { messages, nextDueAt: due === null ? undefined : Number(due.toString('latin1')) };
   }
 
   async renewLocks(
@@ -188,12 +185,12 @@ export class RedisMessageBackend implements MessageBackend {
     now: number,
   ): Promise<(number | undefined)[]> {
     if (lockTokens.length === 0) return [];
-    const reply = (await this.#runOnQueue('renew', queue, [
+    const renewed = (await this.#runOnQueue('renew', queue, [
       String(now),
       String(lockMs),
       ...lockTokens,
-    ])) as (Buffer | null)[];
-    return reply.map((until) => (until === null ? undefined : Number(until.toString('latin1'))));
+    ])) as number[];
+    return renewed.map((ok) => (ok === 1 ? now + lockMs : undefined));
   }
 
   async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
@@ -227,12 +224,10 @@ export class RedisMessageBackend implements MessageBackend {
     const reply = (await this.#runOnQueue('peek', queue, [
       String(query.afterSequence ?? 0),
       String(query.limit),
-    ])) as Buffer[];
+    ])) as (Buffer | number)[];
     const messages: StoredMessage[] = [];
-    for (let i = 0; i < reply.length; i += 2) {
-      messages.push(
-        storedMessage(reply[i] as Buffer, (reply[i + 1] as Buffer).toString('latin1').split(' ')),
-      );
+    for (let i = 0; i < reply.length; i += 3) {
+      messages.push(storedMessage(reply[i] as number, reply[i + 1] as Buffer, reply[i + 2] as Buffer));
     }
     return messages;
   }
@@ -258,14 +253,16 @@ export class RedisMessageBackend implements MessageBackend {
     const reply = (await this.#runOnQueue('listDeadLetters', queue, [
       String(query.afterSequence ?? 0),
       String(query.limit),
-    ])) as (Buffer | null)[];
+    ])) as (Buffer | number)[];
     const letters: DeadLetter[] = [];
-    for (let i = 0; i < reply.length; i += 5) {
+    for (let i = 0; i < reply.length; i += 3) {
+      const record = reply[i + 1] as Buffer;
+      const [, , reason, description] = recordStrings(record);
       letters.push({
-        ...storedMessage(reply[i] as Buffer, (reply[i + 1] as Buffer).toString('latin1').split(' ')),
-        deadLetterReason: (reply[i + 2] as Buffer).toString(),
-        deadLetterDescription: reply[i + 3]?.toString() ?? undefined,
-        deadLetteredAt: Number((reply[i + 4] as Buffer).toString('latin1')),
+        ...storedMessage(reply[i] as number, record, reply[i + 2] as Buffer),
+        deadLetterReason: reason as string,
+        deadLetterDescription: record[HAS_DESCRIPTION] === 1 ? description : undefined,
+        deadLetteredAt: record.readDoubleLE(DEAD_LETTERED_AT),
       });
     }
     return letters;
@@ -346,7 +343,7 @@ export class RedisMessageBackend implements MessageBackend {
 
   async publish(topic: string, messages: readonly OutgoingMessage[], now: number): Promise<PublishOutcome[]> {
     const args: Argument[] = [topic, String(now)];
-    for (const message of messages) pushMessage(args, message);
+    pushMessages(args, messages);
     let reply: Buffer[][];
     try {
       reply = (await this.#run(
@@ -505,10 +502,23 @@ function bufferOf(bytes: Uint8Array): Buffer {
 }
 
 /**
- * The six script arguments of a message: id, availableAt, expiresAt, priority, sessionId ('' when absent) and
- * the payload: the properties as JSON (which never holds a raw NUL), a NUL byte, then the body.
+ * The script arguments of a batch: a JSON array of [id, availableAt, expiresAt, priority, sessionId] (false when
+ * absent), then one payload per message: the properties as JSON (which never holds a raw NUL), a NUL byte, the
+ * body.
  */
-function pushMessage(args: Argument[], message: OutgoingMessage): void {
+function pushMessages(args: Argument[], messages: readonly OutgoingMessage[]): void {
+  const routing = messages.map((m) => [
+    m.id,
+    m.availableAt ?? false,
+    m.expiresAt ?? false,
+    m.priority ?? 0,
+    m.sessionId ?? false,
+  ]);
+  args.push(JSON.stringify(routing));
+  for (const message of messages) args.push(payloadOf(message));
+}
+
+function payloadOf(message: OutgoingMessage): Buffer {
   const properties = JSON.stringify({
     id: message.id,
     contentType: message.contentType,
@@ -524,14 +534,7 @@ function pushMessage(args: Argument[], message: OutgoingMessage): void {
   payload.write(properties, 0, length, 'utf8');
   payload[length] = 0;
   payload.set(message.body, length + 1);
-  args.push(
-    message.id,
-    message.availableAt === undefined ? '' : String(message.availableAt),
-    message.expiresAt === undefined ? '' : String(message.expiresAt),
-    String(message.priority ?? 0),
-    message.sessionId ?? '',
-    payload,
-  );
+  return payload;
 }
 
 interface Properties {
@@ -542,14 +545,35 @@ interface Properties {
   subject?: string;
   headers?: Record<string, string>;
   sessionId?: string;
-  priority?: number;
 }
 
-/** A payload and its description (sequence, state, availableAt, deliveryCount, expiresAt or '-', enqueuedAt). */
-function storedMessage(payload: Buffer, fields: string[]): StoredMessage {
+// Byte offsets in a state record (RECORD_FORMAT).
+const STATE = 0;
+const PRIORITY = 1;
+const HAS_DESCRIPTION = 3;
+const AVAILABLE_AT = 4;
+const DELIVERY_COUNT = 12;
+const LOCKED_UNTIL = 20;
+const EXPIRES_AT = 28;
+const ENQUEUED_AT = 36;
+const DEAD_LETTERED_AT = 44;
+
+/** The record's strings: lock token, session id, dead-letter reason and description. */
+function recordStrings(record: Buffer): string[] {
+  const strings: string[] = [];
+  let offset = RECORD_STRINGS_OFFSET;
+  for (let i = 0; i < 4; i++) {
+    const length = record.readUInt32LE(offset);
+    strings.push(record.toString('utf8', offset + 4, offset + 4 + length));
+    offset += 4 + length;
+  }
+  return strings;
+}
+
+function storedMessage(sequence: number, record: Buffer, payload: Buffer): StoredMessage {
   const separator = payload.indexOf(0);
   const properties = JSON.parse(payload.toString('utf8', 0, separator)) as Properties;
-  const expiresAt = fields[4] as string;
+  const expiresAt = record.readDoubleLE(EXPIRES_AT);
   return {
     id: properties.id,
     contentType: properties.contentType,
@@ -558,13 +582,13 @@ function storedMessage(payload: Buffer, fields: string[]): StoredMessage {
     subject: properties.subject,
     headers: properties.headers,
     sessionId: properties.sessionId,
-    priority: properties.priority ?? 0,
+    priority: record[PRIORITY] as number,
     body: new Uint8Array(payload.subarray(separator + 1)),
-    sequence: Number(fields[0]),
-    enqueuedAt: Number(fields[5]),
-    availableAt: Number(fields[2]),
-    expiresAt: expiresAt === '-' ? undefined : Number(expiresAt),
-    deliveryCount: Number(fields[3]),
-    state: STATES[Number(fields[1])] as MessageState,
+    sequence,
+    enqueuedAt: record.readDoubleLE(ENQUEUED_AT),
+    availableAt: record.readDoubleLE(AVAILABLE_AT),
+    expiresAt: expiresAt === Number.POSITIVE_INFINITY ? undefined : expiresAt,
+    deliveryCount: record.readDoubleLE(DELIVERY_COUNT),
+    state: STATE_NAMES[record[STATE] as number] as MessageState,
   };
 }

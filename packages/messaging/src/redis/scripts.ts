@@ -6,8 +6,9 @@ import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '.
  * Keys of a queue share the hash tag `{name}` (one cluster slot): `<prefix>q:{name}:<kind>` where kind is one
  * letter, so no queue name can reach another queue's keys:
  *   m  hash   settings (step, maxd, dupw, ttl, sess, json) and the sequence counter `seq`
- *   s  hash   sequence -> state record (cmsgpack, see RECORD below), for live and dead messages
- *   p  hash   sequence -> payload: the properties as JSON, a NUL byte, the body bytes (written by the client)
+ *   r  hash   `<sequence>` -> state record (RECORD_FORMAT) and `<sequence>p` -> payload (the properties as JSON, a
+ *             NUL byte, the body bytes, as the client wrote them), for live and dead messages; sequences are
+ *             16-digit strings everywhere
  *   a  zset   available messages by rank (members are 16-digit sequences, so equal ranks sort by sequence)
  *   u  zset   scheduled messages by availableAt
  *   k  zset   locked messages by lockedUntil
@@ -25,10 +26,23 @@ import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '.
  * Times are doubles formatted with %.17g (Lua's default tostring keeps only 14 digits, too few for ranks).
  */
 
-// RECORD: {state, availableAt, deliveryCount, lockedUntil, token, priority, expiresAt, enqueuedAt, sessionId,
-//          deadLetterReason, deadLetterDescription, deadLetteredAt}; absent values are false.
+/**
+ * A message's state record, packed with Lua's struct library (little-endian); the client reads it as is:
+ *   u8 state (STATE_NAMES), u8 priority, u8 has session id, u8 has description,
+ *   f64 availableAt, f64 deliveryCount, f64 lockedUntil, f64 expiresAt (Infinity: never), f64 enqueuedAt,
+ *   f64 deadLetteredAt, then four strings as u32 length + UTF-8: lock token, session id, dead-letter reason and
+ *   description ('' when absent).
+ */
+export const RECORD_FORMAT = '<BBBBddddddI4c0I4c0I4c0I4c0';
+export const RECORD_STRINGS_OFFSET = 52;
+export const STATE_NAMES = ['', 'available', 'scheduled', 'locked', 'waiting', 'dead'] as const;
+
 const CORE = String.raw`
 local AVAILABLE, SCHEDULED, LOCKED, WAITING, DEAD = 1, 2, 3, 4, 5
+-- Indexes into a decoded record.
+local STATE, PRIORITY, HAS_SESSION, HAS_DESCRIPTION, AVAILABLE_AT, DELIVERIES, LOCKED_UNTIL, EXPIRES_AT,
+  ENQUEUED_AT, DEAD_AT, TOKEN, SESSION, REASON, DESCRIPTION = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
+local RECORD = '${RECORD_FORMAT}'
 local EXPIRED = ${JSON.stringify(DEAD_LETTER_EXPIRED)}
 local MAX_DELIVERIES = ${JSON.stringify(DEAD_LETTER_MAX_DELIVERIES)}
 local MAX_PRIORITY = ${MAX_PRIORITY}
@@ -39,6 +53,7 @@ local SWEEP_LIMIT = 10000
 
 local function fmt(n) return string.format('%.17g', n) end
 local function pad(n) return string.format('%016d', n) end
+local function payload_field(seq) return seq .. 'p' end
 
 local function each_chunk(list, fn)
   local total = #list
@@ -59,6 +74,13 @@ local function fetch_all(command, key, list)
   return out
 end
 
+local function decode(raw) return {struct.unpack(RECORD, raw)} end
+
+local function encode(r)
+  return struct.pack(RECORD, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], #r[11], r[11], #r[12],
+    r[12], #r[13], r[13], #r[14], r[14])
+end
+
 local function open_queue(base)
   local m = redis.call('HMGET', base .. 'm', 'step', 'maxd', 'dupw', 'ttl', 'sess')
   if not m[1] then return nil end
@@ -68,17 +90,28 @@ local function open_queue(base)
   }
 end
 
+local function open_or_fail()
+  local q = open_queue(string.sub(KEYS[1], 1, -2))
+  if not q then error({err = 'STRATUS_UNKNOWN_QUEUE'}) end
+  return q
+end
+
 -- Writes are collected per command and key and sent as variadic commands by flush().
 local function put(q, command, kind, a, b)
-  local id = command .. kind
-  local list = q.writes[id]
+  local by_kind = q.writes[command]
+  if not by_kind then
+    by_kind = {}
+    q.writes[command] = by_kind
+  end
+  local list = by_kind[kind]
   if not list then
     list = {}
-    q.writes[id] = list
+    by_kind[kind] = list
     q.order[#q.order + 1] = {command, q.base .. kind, list}
   end
-  list[#list + 1] = a
-  if b ~= nil then list[#list + 1] = b end
+  local n = #list
+  list[n + 1] = a
+  if b ~= nil then list[n + 2] = b end
 end
 
 local function flush(q)
@@ -96,22 +129,33 @@ local function finish(q)
 end
 
 local function load(q, seq)
-  local raw = redis.call('HGET', q.base .. 's', seq)
-  return raw and cmsgpack.unpack(raw)
+  local raw = redis.call('HGET', q.base .. 'r', seq)
+  return raw and decode(raw)
 end
 
-local function save(q, seq, r) put(q, 'HSET', 's', seq, cmsgpack.pack(r)) end
+-- Returns the packed record.
+local function save(q, seq, r)
+  local raw = encode(r)
+  put(q, 'HSET', 'r', seq, raw)
+  return raw
+end
 
 local function deliverable(q, seq, r, at, now)
-  r[2] = at
-  r[4] = 0
-  r[5] = false
+  r[AVAILABLE_AT] = at
+  r[LOCKED_UNTIL] = 0
+  r[TOKEN] = ''
   if at > now then
-    r[1] = SCHEDULED
+    r[STATE] = SCHEDULED
     put(q, 'ZADD', 'u', fmt(at), seq)
   else
-    r[1] = AVAILABLE
-    put(q, 'ZADD', 'a', fmt(at + (MAX_PRIORITY - r[6]) * q.step), seq)
+    r[STATE] = AVAILABLE
+    -- Messages of one batch mostly share their rank: format it once.
+    local rank = at + (MAX_PRIORITY - r[PRIORITY]) * q.step
+    if rank ~= q.rank then
+      q.rank = rank
+      q.rank_text = fmt(rank)
+    end
+    put(q, 'ZADD', 'a', q.rank_text, seq)
     q.wake = true
   end
   save(q, seq, r)
@@ -119,8 +163,8 @@ end
 
 -- The session's head left (completed or dead): the waiting message with the lowest sequence takes its place.
 local function advance(q, seq, r, now)
-  local sid = r[9]
-  if not sid then return end
+  if r[HAS_SESSION] == 0 then return end
+  local sid = r[SESSION]
   local heads = q.base .. 'h'
   if redis.call('HGET', heads, sid) ~= seq then return end
   local waiting = q.base .. 'w'
@@ -133,17 +177,18 @@ local function advance(q, seq, r, now)
   local next_seq = string.sub(member, -16)
   redis.call('HSET', heads, sid, next_seq)
   local nr = load(q, next_seq)
-  deliverable(q, next_seq, nr, math.max(nr[2], now), now)
+  deliverable(q, next_seq, nr, math.max(nr[AVAILABLE_AT], now), now)
 end
 
 -- The caller has taken the message out of a, u or k.
 local function kill(q, seq, r, reason, description, now)
-  r[1] = DEAD
-  r[4] = 0
-  r[5] = false
-  r[10] = reason
-  r[11] = description
-  r[12] = now
+  r[STATE] = DEAD
+  r[LOCKED_UNTIL] = 0
+  r[TOKEN] = ''
+  r[REASON] = reason
+  r[HAS_DESCRIPTION] = description and 1 or 0
+  r[DESCRIPTION] = description or ''
+  r[DEAD_AT] = now
   save(q, seq, r)
   put(q, 'ZREM', 'l', seq)
   put(q, 'ZADD', 'x', seq, seq)
@@ -152,12 +197,12 @@ end
 
 -- A new or resent message joins the live set: behind its session's head, or deliverable.
 local function enter(q, seq, r, at, now)
-  local sid = r[9]
-  if sid then
+  if r[HAS_SESSION] == 1 then
+    local sid = r[SESSION]
     local heads = q.base .. 'h'
     if redis.call('HEXISTS', heads, sid) == 1 then
-      r[1] = WAITING
-      r[2] = at
+      r[STATE] = WAITING
+      r[AVAILABLE_AT] = at
       redis.call('ZADD', q.base .. 'w', 0, sid .. '\0' .. seq)
       save(q, seq, r)
       return
@@ -167,16 +212,11 @@ local function enter(q, seq, r, at, now)
   deliverable(q, seq, r, at, now)
 end
 
--- Messages from ARGV, six values each: id, availableAt or '', expiresAt or '', priority, sessionId or '', payload.
+-- Messages from ARGV[from] on: a JSON array of [id, availableAt, expiresAt, priority, sessionId] (false when
+-- absent), then one payload per message. Returns {id, availableAt, expiresAt, priority, sessionId, payload} each.
 local function read_messages(from)
-  local list = {}
-  for i = from, #ARGV, 6 do
-    local sid = ARGV[i + 4]
-    list[#list + 1] = {
-      ARGV[i], tonumber(ARGV[i + 1]) or false, tonumber(ARGV[i + 2]) or false, tonumber(ARGV[i + 3]),
-      sid ~= '' and sid or false, ARGV[i + 5],
-    }
-  end
+  local list = cjson.decode(ARGV[from])
+  for i = 1, #list do list[i][6] = ARGV[from + i] end
   return list
 end
 
@@ -185,17 +225,25 @@ end
 local function store(q, messages, now)
   local result = {}
   local accepted = {}
-  if q.dupw > 0 then
-    local seen_key = q.base .. 'd'
-    redis.call('ZREMRANGEBYSCORE', seen_key, '-inf', fmt(now))
+  local seen_key = q.base .. 'd'
+  local forget_at = q.dupw > 0 and fmt(now + q.dupw)
+  if q.dupw > 0 and #messages == 1 then
+    -- A single message (the common case): ZADD NX tests and records its id in one command.
+    local id = messages[1][1]
+    if redis.call('ZADD', seen_key, 'NX', forget_at, id) == 0 then
+      if tonumber(redis.call('ZSCORE', seen_key, id)) > now then return {0} end
+      redis.call('ZADD', seen_key, forget_at, id)
+    end
+    accepted[1] = 1
+  elseif q.dupw > 0 and #messages > 0 then
     local ids = {}
     for i = 1, #messages do ids[i] = messages[i][1] end
-    local seen = #ids > 0 and fetch_all('ZMSCORE', seen_key, ids) or {}
+    local seen = fetch_all('ZMSCORE', seen_key, ids)
     local in_batch = {}
-    local forget_at = fmt(now + q.dupw)
     for i = 1, #messages do
       local id = ids[i]
-      if seen[i] or in_batch[id] then
+      -- Ids whose window has passed may still be listed (see the pruning below).
+      if (seen[i] and tonumber(seen[i]) > now) or in_batch[id] then
         result[i] = 0
       else
         in_batch[id] = true
@@ -207,41 +255,54 @@ local function store(q, messages, now)
     for i = 1, #messages do accepted[i] = i end
   end
   if #accepted == 0 then return result end
-  local first = redis.call('HINCRBY', q.base .. 'm', 'seq', #accepted) - #accepted
-  local default_expiry = q.ttl and now + q.ttl or false
+  local last = redis.call('HINCRBY', q.base .. 'm', 'seq', #accepted)
+  local first = last - #accepted
+  -- Forgetting ids is housekeeping: done about once per 64 messages stored.
+  if q.dupw > 0 and math.floor(last / 64) ~= math.floor(first / 64) then
+    redis.call('ZREMRANGEBYSCORE', seen_key, '-inf', fmt(now))
+  end
+  local default_expiry = q.ttl and now + q.ttl or math.huge
   for k = 1, #accepted do
     local i = accepted[k]
     local m = messages[i]
     local n = first + k
     local seq = pad(n)
     result[i] = n
+    local session = q.sessions and m[5]
     local r = {
-      AVAILABLE, now, 0, 0, false, m[4], m[3] or default_expiry, now, q.sessions and m[5], false, false, false,
+      AVAILABLE, m[4], session and 1 or 0, 0, now, 0, 0, m[3] or default_expiry, now, 0, '', session or '', '', '',
     }
-    put(q, 'HSET', 'p', seq, m[6])
+    put(q, 'HSET', 'r', payload_field(seq), m[6])
     put(q, 'ZADD', 'l', seq, seq)
     enter(q, seq, r, m[2] or now, now)
   end
   return result
 end
 
--- The record locked under token, or nil when that delivery no longer holds the message.
+-- The sequence and record locked under token, or nil when that delivery no longer holds the message.
 local function locked_by(q, token)
   local seq = string.sub(token, 1, 16)
   local r = load(q, seq)
-  if not r or r[1] ~= LOCKED or r[5] ~= token then return nil end
+  if not r or r[STATE] ~= LOCKED or r[TOKEN] ~= token then return nil end
   return seq, r
 end
 
--- seq state availableAt deliveryCount expiresAt|- enqueuedAt: what the client needs besides the payload.
-local function describe(seq, r)
-  return seq .. ' ' .. r[1] .. ' ' .. fmt(r[2]) .. ' ' .. r[3] .. ' ' .. (r[7] and fmt(r[7]) or '-') .. ' ' .. fmt(r[8])
-end
-
-local function open_or_fail()
-  local q = open_queue(string.sub(KEYS[1], 1, -2))
-  if not q then error({err = 'STRATUS_UNKNOWN_QUEUE'}) end
-  return q
+-- The sequence, record and payload of each message: what peek and the dead-letter listing return.
+local function listing(q, seqs)
+  if #seqs == 0 then return {} end
+  local fields = {}
+  for i = 1, #seqs do
+    fields[2 * i - 1] = seqs[i]
+    fields[2 * i] = payload_field(seqs[i])
+  end
+  local values = fetch_all('HMGET', q.base .. 'r', fields)
+  local reply = {}
+  for i = 1, #seqs do
+    reply[#reply + 1] = tonumber(seqs[i])
+    reply[#reply + 1] = values[2 * i - 1]
+    reply[#reply + 1] = values[2 * i]
+  end
+  return reply
 end
 `;
 
@@ -345,13 +406,13 @@ if redis.call('SREM', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 local base = string.sub(KEYS[3], 1, -2)
 local keys = {}
-for kind in string.gmatch('mspauklxdwhc', '.') do keys[#keys + 1] = base .. kind end
+for kind in string.gmatch('mrauklxdwhc', '.') do keys[#keys + 1] = base .. kind end
 redis.call('UNLINK', unpack(keys))
 return 1
 `;
 
 const SEND = `
--- KEYS: queue meta. ARGV: now, messages (six values each). Returns sequences, 0 for duplicates.
+-- KEYS: queue meta. ARGV: now, messages (see read_messages). Returns sequences, 0 for duplicates.
 local q = open_or_fail()
 local result = store(q, read_messages(2), tonumber(ARGV[1]))
 finish(q)
@@ -360,7 +421,7 @@ return result
 
 const RECEIVE = `
 -- KEYS: queue meta. ARGV: now, max, lockMs, token nonce.
--- Returns {nextDueAt or false, then payload and description .. ' ' .. token per message}.
+-- Returns {nextDueAt or false, then sequence, record and payload per message}.
 local q = open_or_fail()
 local now, max, lock_ms, nonce = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local budget = SWEEP_LIMIT
@@ -372,52 +433,64 @@ local function sweep(kind, due)
   if #seqs == 0 then return end
   budget = budget - #seqs
   call_all('ZREM', q.base .. kind, seqs)
-  local raws = fetch_all('HMGET', q.base .. 's', seqs)
-  for i = 1, #seqs do
-    local r = cmsgpack.unpack(raws[i])
-    due(seqs[i], r)
-  end
+  local raws = fetch_all('HMGET', q.base .. 'r', seqs)
+  for i = 1, #seqs do due(seqs[i], decode(raws[i])) end
 end
 sweep('u', function(seq, r)
-  if r[7] and r[7] <= now then kill(q, seq, r, EXPIRED, false, now) else deliverable(q, seq, r, r[2], now) end
+  if r[EXPIRES_AT] <= now then
+    kill(q, seq, r, EXPIRED, false, now)
+  else
+    deliverable(q, seq, r, r[AVAILABLE_AT], now)
+  end
 end)
 sweep('k', function(seq, r)
-  if r[3] >= q.maxd then kill(q, seq, r, MAX_DELIVERIES, false, now) else deliverable(q, seq, r, r[4], now) end
+  if r[DELIVERIES] >= q.maxd then
+    kill(q, seq, r, MAX_DELIVERIES, false, now)
+  else
+    deliverable(q, seq, r, r[LOCKED_UNTIL], now)
+  end
 end)
 flush(q)
 
 local locked_until = now + lock_ms
-local taken, records = {}, {}
-while #taken < max and budget > 0 do
-  local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - #taken - 1)
+local locked_text = fmt(locked_until)
+local reply = {false}
+local taken = 0
+while taken < max and budget > 0 do
+  local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - taken - 1)
   if #seqs == 0 then break end
   redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, #seqs - 1)
-  local raws = fetch_all('HMGET', q.base .. 's', seqs)
+  local fields = {}
+  for i = 1, #seqs do
+    fields[2 * i - 1] = seqs[i]
+    fields[2 * i] = payload_field(seqs[i])
+  end
+  local values = fetch_all('HMGET', q.base .. 'r', fields)
   local killed = false
   for i = 1, #seqs do
-    local seq, r = seqs[i], cmsgpack.unpack(raws[i])
-    if r[7] and r[7] <= now then
+    local seq, r = seqs[i], decode(values[2 * i - 1])
+    if r[EXPIRES_AT] <= now then
       -- Expired: dead-lettered instead of delivered; its session's next message may be picked in this call.
       kill(q, seq, r, EXPIRED, false, now)
       killed = true
       budget = budget - 1
     else
-      r[1] = LOCKED
-      r[3] = r[3] + 1
-      r[4] = locked_until
-      r[5] = seq .. '.' .. nonce .. '.' .. (#taken + 1)
-      save(q, seq, r)
-      put(q, 'ZADD', 'k', fmt(locked_until), seq)
-      taken[#taken + 1] = seq
-      records[#records + 1] = r
+      taken = taken + 1
+      r[STATE] = LOCKED
+      r[DELIVERIES] = r[DELIVERIES] + 1
+      r[LOCKED_UNTIL] = locked_until
+      r[TOKEN] = seq .. '.' .. nonce .. '.' .. taken
+      put(q, 'ZADD', 'k', locked_text, seq)
+      reply[#reply + 1] = tonumber(seq)
+      reply[#reply + 1] = save(q, seq, r)
+      reply[#reply + 1] = values[2 * i]
     end
   end
   flush(q)
   if not killed then break end
 end
 
-local reply = {false}
-if #taken == 0 then
+if taken == 0 then
   if redis.call('ZCARD', q.base .. 'a') > 0 then
     reply[1] = fmt(now)
   else
@@ -429,31 +502,26 @@ if #taken == 0 then
       reply[1] = scheduled or locked or false
     end
   end
-else
-  local payloads = fetch_all('HMGET', q.base .. 'p', taken)
-  for i = 1, #taken do
-    reply[#reply + 1] = payloads[i]
-    reply[#reply + 1] = describe(taken[i], records[i]) .. ' ' .. records[i][5]
-  end
 end
 finish(q)
 return reply
 `;
 
 const RENEW = `
--- KEYS: queue meta. ARGV: now, lockMs, tokens. Returns the new lockedUntil per token, false where lost.
+-- KEYS: queue meta. ARGV: now, lockMs, tokens. Returns 1 per renewed lock, 0 where it was lost.
 local q = open_or_fail()
 local locked_until = tonumber(ARGV[1]) + tonumber(ARGV[2])
+local locked_text = fmt(locked_until)
 local result = {}
 for i = 3, #ARGV do
   local seq, r = locked_by(q, ARGV[i])
   if seq then
-    r[4] = locked_until
+    r[LOCKED_UNTIL] = locked_until
     save(q, seq, r)
-    put(q, 'ZADD', 'k', fmt(locked_until), seq)
-    result[#result + 1] = fmt(locked_until)
+    put(q, 'ZADD', 'k', locked_text, seq)
+    result[#result + 1] = 1
   else
-    result[#result + 1] = false
+    result[#result + 1] = 0
   end
 end
 finish(q)
@@ -466,16 +534,15 @@ local q = open_or_fail()
 local now = tonumber(ARGV[1])
 local seqs = {}
 for i = 2, #ARGV do seqs[#seqs + 1] = string.sub(ARGV[i], 1, 16) end
-local raws = #seqs > 0 and fetch_all('HMGET', q.base .. 's', seqs) or {}
+local raws = #seqs > 0 and fetch_all('HMGET', q.base .. 'r', seqs) or {}
 local result, done = {}, {}
 for i = 1, #seqs do
   local seq = seqs[i]
-  local r = raws[i] and not done[seq] and cmsgpack.unpack(raws[i])
-  if r and r[1] == LOCKED and r[5] == ARGV[i + 1] then
+  local r = raws[i] and not done[seq] and decode(raws[i])
+  if r and r[STATE] == LOCKED and r[TOKEN] == ARGV[i + 1] then
     done[seq] = true
     result[i] = 1
-    put(q, 'HDEL', 's', seq)
-    put(q, 'HDEL', 'p', seq)
+    put(q, 'HDEL', 'r', seq, payload_field(seq))
     put(q, 'ZREM', 'k', seq)
     put(q, 'ZREM', 'l', seq)
     advance(q, seq, r, now)
@@ -494,7 +561,7 @@ local now = tonumber(ARGV[1])
 local seq, r = locked_by(q, ARGV[2])
 if not seq then return 0 end
 put(q, 'ZREM', 'k', seq)
-if r[3] >= q.maxd then
+if r[DELIVERIES] >= q.maxd then
   kill(q, seq, r, MAX_DELIVERIES, false, now)
 else
   deliverable(q, seq, r, now + tonumber(ARGV[3]), now)
@@ -515,18 +582,9 @@ return 1
 `;
 
 const PEEK = `
--- KEYS: queue meta. ARGV: afterSequence, limit. Returns payload and description per message.
+-- KEYS: queue meta. ARGV: afterSequence, limit. Returns sequence, record and payload per message.
 local q = open_or_fail()
-local seqs = redis.call('ZRANGEBYSCORE', q.base .. 'l', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
-if #seqs == 0 then return {} end
-local raws = fetch_all('HMGET', q.base .. 's', seqs)
-local payloads = fetch_all('HMGET', q.base .. 'p', seqs)
-local reply = {}
-for i = 1, #seqs do
-  reply[#reply + 1] = payloads[i]
-  reply[#reply + 1] = describe(seqs[i], cmsgpack.unpack(raws[i]))
-end
-return reply
+return listing(q, redis.call('ZRANGEBYSCORE', q.base .. 'l', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2])))
 `;
 
 const STATS = `
@@ -535,7 +593,7 @@ local q = open_or_fail()
 local b = q.base
 local oldest = false
 local first = redis.call('ZRANGE', b .. 'l', 0, 0)[1]
-if first then oldest = fmt(load(q, first)[8]) end
+if first then oldest = fmt(load(q, first)[ENQUEUED_AT]) end
 return {
   redis.call('ZCARD', b .. 'a'), redis.call('ZCARD', b .. 'u'), redis.call('ZCARD', b .. 'k'),
   redis.call('ZCARD', b .. 'w'), redis.call('ZCARD', b .. 'x'), redis.call('ZCARD', b .. 'l'), oldest,
@@ -543,23 +601,9 @@ return {
 `;
 
 const LIST_DEAD_LETTERS = `
--- KEYS: queue meta. ARGV: afterSequence, limit.
--- Returns payload, description, reason, description or false, deadLetteredAt per dead letter.
+-- KEYS: queue meta. ARGV: afterSequence, limit. Returns sequence, record and payload per dead letter.
 local q = open_or_fail()
-local seqs = redis.call('ZRANGEBYSCORE', q.base .. 'x', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
-if #seqs == 0 then return {} end
-local raws = fetch_all('HMGET', q.base .. 's', seqs)
-local payloads = fetch_all('HMGET', q.base .. 'p', seqs)
-local reply = {}
-for i = 1, #seqs do
-  local r = cmsgpack.unpack(raws[i])
-  reply[#reply + 1] = payloads[i]
-  reply[#reply + 1] = describe(seqs[i], r)
-  reply[#reply + 1] = r[10]
-  reply[#reply + 1] = r[11]
-  reply[#reply + 1] = fmt(r[12])
-end
-return reply
+return listing(q, redis.call('ZRANGEBYSCORE', q.base .. 'x', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2])))
 `;
 
 const RESEND_DEAD_LETTERS = `
@@ -571,10 +615,11 @@ for i = 2, #ARGV do
   local seq = pad(tonumber(ARGV[i]))
   if redis.call('ZREM', q.base .. 'x', seq) == 1 then
     local r = load(q, seq)
-    r[3] = 0
-    r[10] = false
-    r[11] = false
-    r[12] = false
+    r[DELIVERIES] = 0
+    r[DEAD_AT] = 0
+    r[REASON] = ''
+    r[HAS_DESCRIPTION] = 0
+    r[DESCRIPTION] = ''
     put(q, 'ZADD', 'l', seq, seq)
     enter(q, seq, r, now, now)
     count = count + 1
@@ -599,8 +644,12 @@ else
     if redis.call('ZREM', dead, seq) == 1 then seqs[#seqs + 1] = seq end
   end
 end
-call_all('HDEL', q.base .. 's', seqs)
-call_all('HDEL', q.base .. 'p', seqs)
+local fields = {}
+for i = 1, #seqs do
+  fields[2 * i - 1] = seqs[i]
+  fields[2 * i] = payload_field(seqs[i])
+end
+call_all('HDEL', q.base .. 'r', fields)
 return #seqs
 `;
 
@@ -667,7 +716,7 @@ return #messages
 `;
 
 const PUBLISH = `
--- KEYS: topics, subscriptions, retained id counter. ARGV: topic, now, messages (six values each).
+-- KEYS: topics, subscriptions, retained id counter. ARGV: topic, now, messages (see read_messages).
 -- Returns per message the queues that accepted a copy.
 local topic, now = ARGV[1], tonumber(ARGV[2])
 local settings = redis.call('HGET', KEYS[1], topic)
