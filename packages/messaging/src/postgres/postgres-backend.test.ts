@@ -241,6 +241,49 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       assert.ok(peeked.every((m) => m.enqueuedAt === T0 + Number(m.id.slice(1))));
     });
 
+    it('group-commits concurrent receives, each caller locking with its own now and lock duration', async () => {
+      const backend = open();
+      const queue = `group-receive-${Date.now()}`;
+      await backend.putQueue(queue, settings);
+      await backend.send(
+        queue,
+        Array.from({ length: 10 }, (_, i) => msg(`m${i}`)),
+        T0,
+      );
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          backend.receive(queue, { max: 1, lockMs: 1000 * (i + 1), now: T0 + i }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.messages.map((m) => [m.id, m.lockedUntil])),
+        Array.from({ length: 10 }, (_, i) => [[`m${i}`, T0 + i + 1000 * (i + 1)]]),
+      );
+      const settled = await Promise.all(
+        results.map((r) => backend.complete(queue, [r.messages[0]?.lockToken as string], T0 + 20)),
+      );
+      assert.deepEqual(settled.flat(), Array(10).fill('ok'));
+    });
+
+    it('judges expiry by each grouped caller’s own now and serves a caller again when its share expired', async () => {
+      const backend = open();
+      const queue = `group-expiry-${Date.now()}`;
+      await backend.putQueue(queue, settings);
+      await backend.send(queue, [msg('short', { expiresAt: T0 + 5 }), msg('long')], T0);
+      const [late, early] = await Promise.all([
+        backend.receive(queue, { max: 1, lockMs: 1000, now: T0 + 10 }),
+        backend.receive(queue, { max: 1, lockMs: 1000, now: T0 + 1 }),
+      ]);
+      assert.deepEqual(
+        late.messages.map((m) => m.id),
+        ['long'],
+      );
+      assert.deepEqual(early.messages, []);
+      assert.equal(early.nextDueAt, T0 + 1010);
+      const [dead] = await backend.listDeadLetters(queue, { limit: 1 });
+      assert.equal(dead?.id, 'short');
+    });
+
     it('fails only the caller whose message PostgreSQL refuses', async () => {
       const backend = open();
       const queue = `refused-${Date.now()}`;

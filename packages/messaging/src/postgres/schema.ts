@@ -304,8 +304,9 @@ $$;
 -- Receives for several callers (slots) in one transaction (group commit); p_maxes, p_lock_ms and p_nows give
 -- each caller's request and rows carry the slot they belong to. The slots share one pass over the queue: due
 -- messages are released as of the latest now among them, then one claim of all the messages wanted is dealt out
--- in slot order, each slot locking its share with its own now and lock duration. A slot left short because
--- some of its share had expired (TTL) is served again from a fresh claim.
+-- in slot order, each slot locking its share with its own now and lock duration, as if the slots had received
+-- one after the other. Expired (TTL) messages are dead-lettered on the way; when they used up the claim, the
+-- slots still short are served from a fresh one.
 CREATE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[])
 RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
   available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
@@ -367,9 +368,12 @@ BEGIN
     EXIT WHEN cardinality(claimed) = 0;
     dealt := 0;
     died := false;
-    FOR v_slot IN 1 .. cardinality(needs) LOOP
-      CONTINUE WHEN needs[v_slot] = 0;
-      EXIT WHEN dealt >= cardinality(claimed);
+    v_slot := 1;
+    WHILE v_slot <= cardinality(needs) AND dealt < cardinality(claimed) LOOP
+      IF needs[v_slot] = 0 THEN
+        v_slot := v_slot + 1;
+        CONTINUE;
+      END IF;
       share := claimed[dealt + 1 : dealt + needs[v_slot]];
       dealt := dealt + cardinality(share);
       -- (4) lock each, or dead-letter it when it expired.
@@ -396,6 +400,10 @@ BEGIN
         PERFORM ${S}.advance_sessions(q, ended, p_nows[v_slot]);
       END IF;
       died := died OR round_dead > 0;
+      -- A slot whose share had expired messages takes the next claimed ones before the following slot.
+      IF needs[v_slot] = 0 THEN
+        v_slot := v_slot + 1;
+      END IF;
     END LOOP;
     EXIT WHEN NOT died OR rounds >= 100;
   END LOOP;
