@@ -99,7 +99,8 @@ CREATE TABLE ${S}.messages (
   dead_at float8,
   dead_reason text,
   dead_description text,
-  PRIMARY KEY (queue_id, sequence)
+  PRIMARY KEY (queue_id, sequence),
+  CONSTRAINT messages_locked_token CHECK ((state = 'locked') = (lock_token IS NOT NULL))
 ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01,
         autovacuum_vacuum_cost_delay = 0);
 
@@ -430,7 +431,9 @@ BEGIN
 END
 $$;
 
--- Tokens are matched with = ANY so that the rows are found through the primary key, whatever the statistics.
+-- Settling finds a delivery by its sequence (the primary key, with = ANY whatever the statistics) and its token.
+-- A token is only ever set while the message is locked (messages_locked_token), so a match means it is still
+-- held by that delivery; not restating state = 'locked' keeps the planner off the partial index of due messages.
 CREATE FUNCTION ${S}.renew(p_queue text, p_sequences bigint[], p_tokens uuid[], p_lock_ms float8, p_now float8)
 RETURNS TABLE (lock_token uuid, locked_until float8)
 LANGUAGE plpgsql AS $$
@@ -442,7 +445,6 @@ BEGIN
   RETURN QUERY
   UPDATE ${S}.messages m SET locked_until = p_now + p_lock_ms
   WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.lock_token = ANY (p_tokens)
-    AND m.state = 'locked'
   RETURNING m.lock_token, m.locked_until;
 END
 $$;
@@ -461,7 +463,6 @@ BEGIN
   WITH gone AS (
     DELETE FROM ${S}.messages m
     WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.lock_token = ANY (p_tokens)
-      AND m.state = 'locked'
     RETURNING m.sequence, m.lock_token, m.session_key
   ), unstored AS (
     DELETE FROM ${S}.payloads b WHERE b.queue_id = q.id AND b.sequence = ANY (ARRAY(SELECT g.sequence FROM gone g))
@@ -496,7 +497,7 @@ BEGIN
     locked_until = NULL,
     dead_reason = CASE WHEN m.delivery_count >= q.max_delivery_count THEN '${DEAD_LETTER_MAX_DELIVERIES}' END,
     dead_at = CASE WHEN m.delivery_count >= q.max_delivery_count THEN p_now END
-  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token AND m.state = 'locked'
+  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token
   RETURNING m.state, m.session_key INTO new_state, v_key;
   IF NOT FOUND THEN
     RETURN false;
@@ -521,7 +522,7 @@ BEGIN
   ${lookupQueue('p_queue')}
   UPDATE ${S}.messages m SET state = 'dead', lock_token = NULL, locked_until = NULL,
     dead_reason = p_reason, dead_description = p_description, dead_at = p_now
-  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token AND m.state = 'locked'
+  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token
   RETURNING m.session_key INTO v_key;
   IF NOT FOUND THEN
     RETURN false;
