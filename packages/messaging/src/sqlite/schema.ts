@@ -1,11 +1,16 @@
 /**
  * The messaging tables, as migrations for `migrateSqlite(database, 'messaging', MESSAGING_MIGRATIONS)`.
  *
- * Every index is matched to a query of the backend, and the partial ones hold only the rows that query looks at,
- * so a message's index work is: on send, `live` + `age` + `available` (or `scheduled`/`waiting`); on lock, leaving
- * `available` for `locked`; on complete, leaving `live`, `age` and `locked`. Lock tokens embed the row's `pk`,
- * so settling needs no token index. `dead_at IS NULL` (rather than a state test) keeps `live` and `age` out of
- * the lock/unlock path: a partial index is only rewritten when a column its condition reads changes.
+ * A commit costs about one WAL page write per B-tree page it changes, so the layout keeps that number small:
+ * - a message's sequence is its rowid, and every index on a rowid table ends with the rowid, so `(queue)`
+ *   already orders a queue's messages by sequence and `(queue, rank)` breaks rank ties by sequence;
+ * - the partial indexes hold only the rows their query reads: a send touches the table, `live` and
+ *   `available` (or `scheduled`/`waiting`); a lock moves a row from `available` to `locked`; a complete leaves
+ *   the table, `live` and `locked`. `dead_at IS NULL` rather than a state test keeps `live` out of the
+ *   lock/unlock path (SQLite rewrites a partial index only when a column its condition reads changes);
+ * - lock tokens embed the sequence, so settling needs no token index;
+ * - duplicate ids have no expiry index (it would cost a page per send, and pruning two more): the backend sweeps
+ *   the table in key order a slice at a time.
  */
 export const MESSAGING_MIGRATIONS: readonly string[] = [
   `
@@ -13,16 +18,18 @@ export const MESSAGING_MIGRATIONS: readonly string[] = [
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
     settings TEXT NOT NULL,
-    -- Sequences are per queue and only grow, also across completions.
-    last_sequence INTEGER NOT NULL DEFAULT 0,
-    -- Bumped by every change that can make messages available, for watchers in other processes.
+    -- Bumped when messages become available other than by being sent (abandon, resend, next in session), for
+    -- watchers in other processes; sends show as a new highest sequence.
     signal INTEGER NOT NULL DEFAULT 0
   );
 
+  -- Sequences only grow: a new message gets one above both the highest present and the highest ever deleted.
+  CREATE TABLE stratus_sequence (highest_deleted INTEGER NOT NULL);
+  INSERT INTO stratus_sequence (highest_deleted) VALUES (0);
+
   CREATE TABLE stratus_messages (
-    pk INTEGER PRIMARY KEY,
+    sequence INTEGER PRIMARY KEY,
     queue INTEGER NOT NULL,
-    sequence INTEGER NOT NULL,
     state TEXT NOT NULL,
     -- Ordering key while available (rankOf).
     rank REAL,
@@ -49,26 +56,23 @@ export const MESSAGING_MIGRATIONS: readonly string[] = [
     -- Last, so the columns above stay on the row's first page.
     body BLOB NOT NULL
   );
-  CREATE INDEX stratus_messages_live ON stratus_messages (queue, sequence) WHERE dead_at IS NULL;
-  CREATE INDEX stratus_messages_age ON stratus_messages (queue, enqueued_at) WHERE dead_at IS NULL;
-  CREATE INDEX stratus_messages_dead ON stratus_messages (queue, sequence) WHERE dead_at IS NOT NULL;
-  CREATE INDEX stratus_messages_available ON stratus_messages (queue, rank, sequence)
-    WHERE state = 'available';
+  CREATE INDEX stratus_messages_live ON stratus_messages (queue) WHERE dead_at IS NULL;
+  CREATE INDEX stratus_messages_dead ON stratus_messages (queue) WHERE dead_at IS NOT NULL;
+  CREATE INDEX stratus_messages_available ON stratus_messages (queue, rank) WHERE state = 'available';
   CREATE INDEX stratus_messages_scheduled ON stratus_messages (queue, due_at) WHERE state = 'scheduled';
   CREATE INDEX stratus_messages_locked ON stratus_messages (queue, due_at) WHERE state = 'locked';
-  CREATE INDEX stratus_messages_waiting ON stratus_messages (queue, session, sequence) WHERE state = 'waiting';
+  CREATE INDEX stratus_messages_waiting ON stratus_messages (queue, session) WHERE state = 'waiting';
   -- A session's head: its one message that is available, scheduled or locked.
   CREATE INDEX stratus_messages_head ON stratus_messages (queue, session)
     WHERE session IS NOT NULL AND state IN ('available', 'scheduled', 'locked');
 
-  -- Message ids seen within each queue's duplicate window; expired rows are pruned as sends go.
+  -- Message ids seen within each queue's duplicate window.
   CREATE TABLE stratus_duplicates (
     queue INTEGER NOT NULL,
     id TEXT NOT NULL,
     expires_at INTEGER NOT NULL,
     PRIMARY KEY (queue, id)
   ) WITHOUT ROWID;
-  CREATE INDEX stratus_duplicates_expiry ON stratus_duplicates (queue, expires_at);
 
   CREATE TABLE stratus_sessions (
     queue INTEGER NOT NULL,

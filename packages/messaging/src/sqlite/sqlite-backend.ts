@@ -63,22 +63,20 @@ export class BackendClosedError extends StratusError {
 interface QueueRow {
   id: number;
   settings: string;
-  last_sequence: number;
 }
 
-/** A queue loaded inside a transaction; `#finish` writes back what the operation changed. */
+/** A queue loaded inside a transaction; `#finish` tells watchers what the operation changed. */
 interface QueueContext {
   readonly id: number;
   readonly name: string;
   readonly settings: QueueSettings;
-  readonly loadedSequence: number;
-  lastSequence: number;
-  /** Messages may have become available: bump the queue's signal and wake watchers after commit. */
+  /** Messages were sent: wake this process's watchers after commit (other processes see a new sequence). */
   wake: boolean;
+  /** Messages became available otherwise: also bump the queue's signal for watchers in other processes. */
+  signal: boolean;
 }
 
 interface MessageRow {
-  pk: number;
   sequence: number;
   state: MessageState;
   available_at: number;
@@ -123,20 +121,41 @@ interface SubscriptionRow {
 }
 
 const MESSAGE_COLUMNS =
-  'pk, sequence, state, available_at, due_at, delivery_count, expires_at, enqueued_at, priority, session, id, ' +
+  'sequence, state, available_at, due_at, delivery_count, expires_at, enqueued_at, priority, session, id, ' +
   'session_id, content_type, correlation_id, reply_to, subject, headers, dead_reason, dead_description, dead_at, body';
+
+/**
+ * Duplicate-window entries are swept in key order, SWEEP_SIZE at a time after every SWEEP_EVERY ids recorded:
+ * each entry is visited within about (table size / 4) sends, so the table holds at most about 1.25 windows of
+ * ids, and a sweep dirties a few adjacent pages once in a while instead of pages all over on every send.
+ */
+const SWEEP_EVERY = 64;
+const SWEEP_SIZE = 4 * SWEEP_EVERY;
 
 /** `rankOf` in SQL, for rows released in bulk; the parameter is the policy's step. Same arithmetic as rankOf. */
 const RANK_FROM_DUE = `due_at + (${MAX_PRIORITY} - priority) * ?`;
 
 const SQL = {
-  queue: 'SELECT id, settings, last_sequence FROM stratus_queues WHERE name = ?',
+  queue: 'SELECT id, settings FROM stratus_queues WHERE name = ?',
   putQueue:
     'INSERT INTO stratus_queues (name, settings) VALUES (?, ?) ' +
     'ON CONFLICT (name) DO UPDATE SET settings = excluded.settings',
   listQueues: 'SELECT name FROM stratus_queues',
-  queueSignal: 'SELECT signal FROM stratus_queues WHERE name = ?',
-  finishQueue: 'UPDATE stratus_queues SET last_sequence = ?, signal = signal + 1 WHERE id = ?',
+  /** What a watcher in another process compares: the signal, and the highest sequence (moved by sends). */
+  queueSignal:
+    "SELECT q.signal || ':' || ifnull((SELECT max(sequence) FROM stratus_messages " +
+    'WHERE queue = q.id AND dead_at IS NULL), 0) AS signal FROM stratus_queues q WHERE q.name = ?',
+  bumpSignal: 'UPDATE stratus_queues SET signal = signal + 1 WHERE id = ?',
+  lastSequence:
+    'SELECT max(ifnull((SELECT max(sequence) FROM stratus_messages), 0), highest_deleted) AS last ' +
+    'FROM stratus_sequence',
+  highestSequence: 'SELECT max(sequence) AS highest FROM stratus_messages',
+  highestInQueue:
+    'SELECT max(ifnull((SELECT max(sequence) FROM stratus_messages WHERE queue = ? AND dead_at IS NULL), 0), ' +
+    'ifnull((SELECT max(sequence) FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL), 0)) AS highest',
+  highestDead:
+    'SELECT max(sequence) AS highest FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL',
+  rememberDeleted: 'UPDATE stratus_sequence SET highest_deleted = ? WHERE highest_deleted < ?',
   deleteQueue: 'DELETE FROM stratus_queues WHERE id = ?',
   deleteLive: 'DELETE FROM stratus_messages WHERE queue = ? AND dead_at IS NULL',
   deleteDead: 'DELETE FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL',
@@ -147,21 +166,22 @@ const SQL = {
   recordId:
     'INSERT INTO stratus_duplicates (queue, id, expires_at) VALUES (?, ?, ?) ' +
     'ON CONFLICT (queue, id) DO UPDATE SET expires_at = excluded.expires_at WHERE expires_at <= ?',
-  pruneIds:
-    'DELETE FROM stratus_duplicates WHERE queue = ? AND id IN ' +
-    '(SELECT id FROM stratus_duplicates WHERE queue = ? AND expires_at <= ? LIMIT ?)',
+  sweepEnd: `SELECT queue, id FROM stratus_duplicates WHERE (queue, id) > (?, ?) ORDER BY queue, id LIMIT 1 OFFSET ${SWEEP_SIZE - 1}`,
+  sweepSlice:
+    'DELETE FROM stratus_duplicates WHERE (queue, id) > (?, ?) AND (queue, id) <= (?, ?) AND expires_at <= ?',
+  sweepRest: 'DELETE FROM stratus_duplicates WHERE (queue, id) > (?, ?) AND expires_at <= ?',
   insert:
-    'INSERT INTO stratus_messages (queue, sequence, state, rank, due_at, available_at, expires_at, enqueued_at, ' +
+    'INSERT INTO stratus_messages (sequence, queue, state, rank, due_at, available_at, expires_at, enqueued_at, ' +
     'priority, session, id, session_id, content_type, correlation_id, reply_to, subject, headers, body) ' +
     'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   sessionHead:
     'SELECT 1 AS busy FROM stratus_messages WHERE queue = ? AND session = ? AND session IS NOT NULL ' +
     "AND state IN ('available', 'scheduled', 'locked') LIMIT 1",
   nextWaiting:
-    'SELECT pk, available_at, priority FROM stratus_messages ' +
+    'SELECT sequence, available_at, priority FROM stratus_messages ' +
     "WHERE queue = ? AND session = ? AND state = 'waiting' ORDER BY sequence LIMIT 1",
   makeDeliverable:
-    'UPDATE stratus_messages SET state = ?, available_at = ?, rank = ?, due_at = ?, lock_token = NULL WHERE pk = ?',
+    'UPDATE stratus_messages SET state = ?, available_at = ?, rank = ?, due_at = ?, lock_token = NULL WHERE sequence = ?',
 
   nextDue:
     "SELECT (SELECT min(due_at) FROM stratus_messages WHERE queue = ? AND state = 'scheduled') AS scheduled, " +
@@ -182,20 +202,20 @@ const SQL = {
   pick: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND state = 'available' ORDER BY rank, sequence LIMIT ?`,
   lock:
     "UPDATE stratus_messages SET state = 'locked', delivery_count = delivery_count + 1, lock_token = ?, " +
-    'due_at = ? WHERE pk = ?',
+    'due_at = ? WHERE sequence = ?',
   kill:
     "UPDATE stratus_messages SET state = 'dead', dead_reason = ?, dead_description = ?, dead_at = ?, rank = NULL, " +
-    'due_at = NULL, lock_token = NULL WHERE pk = ?',
+    'due_at = NULL, lock_token = NULL WHERE sequence = ?',
 
   renew:
     'UPDATE stratus_messages SET due_at = ? ' +
-    "WHERE pk = ? AND queue = ? AND state = 'locked' AND lock_token = ?",
+    "WHERE sequence = ? AND queue = ? AND state = 'locked' AND lock_token = ?",
   complete:
     'DELETE FROM stratus_messages ' +
-    "WHERE pk = ? AND queue = ? AND state = 'locked' AND lock_token = ? RETURNING session",
+    "WHERE sequence = ? AND queue = ? AND state = 'locked' AND lock_token = ? RETURNING session",
   locked:
     'SELECT delivery_count, priority, session FROM stratus_messages ' +
-    "WHERE pk = ? AND queue = ? AND state = 'locked' AND lock_token = ?",
+    "WHERE sequence = ? AND queue = ? AND state = 'locked' AND lock_token = ?",
 
   peek:
     `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
@@ -204,11 +224,11 @@ const SQL = {
     `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
     'WHERE queue = ? AND dead_at IS NOT NULL AND sequence > ? ORDER BY sequence LIMIT ?',
   deadLetter:
-    'SELECT pk, priority, session FROM stratus_messages ' +
+    'SELECT sequence, priority, session FROM stratus_messages ' +
     'WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL',
   resend:
     'UPDATE stratus_messages SET state = ?, available_at = ?, rank = ?, due_at = ?, delivery_count = 0, ' +
-    'dead_reason = NULL, dead_description = NULL, dead_at = NULL WHERE pk = ?',
+    'dead_reason = NULL, dead_description = NULL, dead_at = NULL WHERE sequence = ?',
   purgeOne: 'DELETE FROM stratus_messages WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL',
   stats:
     "SELECT (SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'available') AS available, " +
@@ -216,7 +236,8 @@ const SQL = {
     "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'locked') AS locked, " +
     "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'waiting') AS waiting, " +
     '(SELECT count(*) FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL) AS dead, ' +
-    '(SELECT min(enqueued_at) FROM stratus_messages WHERE queue = ? AND dead_at IS NULL) AS oldest',
+    '(SELECT enqueued_at FROM stratus_messages WHERE queue = ? AND dead_at IS NULL ORDER BY sequence LIMIT 1) ' +
+    'AS oldest',
 
   sessionState: 'SELECT state FROM stratus_sessions WHERE queue = ? AND session = ?',
   putSessionState:
@@ -247,9 +268,6 @@ const SQL = {
   subscriptions: 'SELECT queue, topics, filter FROM stratus_subscriptions ORDER BY rowid',
 } as const;
 
-/** Expired duplicate-window entries deleted per send, on top of two per message sent: the table stays bounded. */
-const PRUNE_BATCH = 16;
-
 /**
  * The embedded default backend: queues and topics in one SQLite file that any number of processes may share.
  * Every operation that changes state is one `BEGIN IMMEDIATE` transaction, so processes serialise on SQLite's
@@ -263,11 +281,14 @@ export class SqliteMessageBackend implements MessageBackend {
   readonly #hub: WatchHub;
   #migrated = false;
   #closed = false;
-  /** Lock tokens are `<pk>.<this backend's random prefix><counter>`: unique, and they locate their row. */
+  /** Lock tokens are `<sequence>.<this backend's random prefix><counter>`: unique, and they locate their row. */
   readonly #tokenPrefix = randomId(6);
   #tokenCounter = 0;
   readonly #settings = new Map<string, QueueSettings>();
   readonly #subscriptions = new Map<string, Subscription>();
+  /** Ids recorded since the last sweep of the duplicate table, and where the next sweep starts. */
+  #idsSinceSweep = 0;
+  #sweepFrom: [number, string] = [0, ''];
 
   constructor(options: SqliteMessageBackendOptions) {
     assertObject('options', options as unknown);
@@ -292,7 +313,7 @@ export class SqliteMessageBackend implements MessageBackend {
     this.#hub = new WatchHub(
       fileKey(this.database.path),
       this.database,
-      (queue) => this.#db().prepare(SQL.queueSignal).get<{ signal: number }>(queue)?.signal,
+      (queue) => this.#db().prepare(SQL.queueSignal).get<{ signal: string }>(queue)?.signal,
       watchIntervalMs,
     );
   }
@@ -319,9 +340,11 @@ export class SqliteMessageBackend implements MessageBackend {
     return db.transaction(() => {
       const row = db.prepare(SQL.queue).get<QueueRow>(name);
       if (row === undefined) return false;
+      const highest = db.prepare(SQL.highestInQueue).get<{ highest: number }>(row.id, row.id)?.highest ?? 0;
       for (const sql of [SQL.deleteLive, SQL.deleteDead, SQL.deleteDuplicates, SQL.deleteSessions]) {
         db.prepare(sql).run(row.id);
       }
+      this.#deleted(highest);
       db.prepare(SQL.unsubscribe).run(name);
       db.prepare(SQL.deleteQueue).run(row.id);
       return true;
@@ -332,8 +355,9 @@ export class SqliteMessageBackend implements MessageBackend {
     const db = this.#db();
     return db.transaction(() => {
       const context = this.#load(queue);
-      const outcomes = messages.map((message) => this.#store(context, message, now));
-      this.#pruneIds(context, now, messages.length);
+      const sequences = this.#sequences();
+      const outcomes = messages.map((message) => this.#store(context, message, now, sequences));
+      this.#sweepIds(now);
       this.#finish(context);
       return outcomes;
     });
@@ -355,12 +379,12 @@ export class SqliteMessageBackend implements MessageBackend {
         expired = false;
         for (const row of pick.all<MessageRow>(context.id, max - messages.length)) {
           if (row.expires_at !== null && row.expires_at <= now) {
-            this.#kill(context, row.pk, row.session, DEAD_LETTER_EXPIRED, undefined, now);
+            this.#kill(context, row.sequence, row.session, DEAD_LETTER_EXPIRED, undefined, now);
             expired = true;
             continue;
           }
-          const lockToken = `${row.pk}.${this.#tokenPrefix}${(++this.#tokenCounter).toString(36)}`;
-          lock.run(lockToken, lockedUntil, row.pk);
+          const lockToken = `${row.sequence}.${this.#tokenPrefix}${(++this.#tokenCounter).toString(36)}`;
+          lock.run(lockToken, lockedUntil, row.sequence);
           messages.push({
             ...stored(row),
             state: 'locked',
@@ -388,9 +412,9 @@ export class SqliteMessageBackend implements MessageBackend {
       const renew = db.prepare(SQL.renew);
       const lockedUntil = now + lockMs;
       return lockTokens.map((token) => {
-        const pk = tokenRow(token);
-        if (pk === undefined) return undefined;
-        return renew.run(lockedUntil, pk, context.id, token).changes === 1 ? lockedUntil : undefined;
+        const sequence = tokenSequence(token);
+        if (sequence === undefined) return undefined;
+        return renew.run(lockedUntil, sequence, context.id, token).changes === 1 ? lockedUntil : undefined;
       });
     });
   }
@@ -400,14 +424,19 @@ export class SqliteMessageBackend implements MessageBackend {
     return db.transaction(() => {
       const context = this.#load(queue);
       const complete = db.prepare(SQL.complete);
+      let highest = 0;
       const outcomes = lockTokens.map((token): SettleOutcome => {
-        const pk = tokenRow(token);
+        const sequence = tokenSequence(token);
         const row =
-          pk === undefined ? undefined : complete.get<{ session: string | null }>(pk, context.id, token);
-        if (row === undefined) return 'lost';
+          sequence === undefined
+            ? undefined
+            : complete.get<{ session: string | null }>(sequence, context.id, token);
+        if (sequence === undefined || row === undefined) return 'lost';
+        highest = Math.max(highest, sequence);
         if (row.session !== null) this.#advanceSession(context, row.session, now);
         return 'ok';
       });
+      this.#deleted(highest);
       this.#finish(context);
       return outcomes;
     });
@@ -417,22 +446,22 @@ export class SqliteMessageBackend implements MessageBackend {
     const db = this.#db();
     return db.transaction(() => {
       const context = this.#load(queue);
-      const pk = tokenRow(lockToken);
+      const sequence = tokenSequence(lockToken);
       const row =
-        pk === undefined
+        sequence === undefined
           ? undefined
           : db
               .prepare(SQL.locked)
               .get<{ delivery_count: number; priority: number; session: string | null }>(
-                pk,
+                sequence,
                 context.id,
                 lockToken,
               );
-      if (pk === undefined || row === undefined) return 'lost';
+      if (sequence === undefined || row === undefined) return 'lost';
       if (row.delivery_count >= context.settings.maxDeliveryCount) {
-        this.#kill(context, pk, row.session, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
+        this.#kill(context, sequence, row.session, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
       } else {
-        this.#makeDeliverable(context, pk, row.priority, now + delayMs, now);
+        this.#makeDeliverable(context, sequence, row.priority, now + delayMs, now);
       }
       this.#finish(context);
       return 'ok';
@@ -449,13 +478,13 @@ export class SqliteMessageBackend implements MessageBackend {
     const db = this.#db();
     return db.transaction(() => {
       const context = this.#load(queue);
-      const pk = tokenRow(lockToken);
+      const sequence = tokenSequence(lockToken);
       const row =
-        pk === undefined
+        sequence === undefined
           ? undefined
-          : db.prepare(SQL.locked).get<{ session: string | null }>(pk, context.id, lockToken);
-      if (pk === undefined || row === undefined) return 'lost';
-      this.#kill(context, pk, row.session, reason, description, now);
+          : db.prepare(SQL.locked).get<{ session: string | null }>(sequence, context.id, lockToken);
+      if (sequence === undefined || row === undefined) return 'lost';
+      this.#kill(context, sequence, row.session, reason, description, now);
       this.#finish(context);
       return 'ok';
     });
@@ -469,9 +498,12 @@ export class SqliteMessageBackend implements MessageBackend {
       .map(stored);
   }
 
+  /**
+   * `oldestAgeMs` reads the enqueue time of the live message with the lowest sequence (one index seek): that is
+   * the oldest one as long as the senders' clocks agree, which the port already requires.
+   */
   async stats(queue: string, now: number): Promise<QueueStats> {
-    const context = this.#load(queue);
-    const id = context.id;
+    const { id } = this.#load(queue);
     const row = this.#db().prepare(SQL.stats).get<StatsRow>(id, id, id, id, id, id) as StatsRow;
     return {
       available: row.available,
@@ -505,7 +537,7 @@ export class SqliteMessageBackend implements MessageBackend {
       for (const sequence of [...sequences].sort((a, b) => a - b)) {
         const row = db
           .prepare(SQL.deadLetter)
-          .get<{ pk: number; priority: number; session: string | null }>(context.id, sequence);
+          .get<{ priority: number; session: string | null }>(context.id, sequence);
         if (row === undefined) continue;
         const placement =
           row.session !== null && this.#sessionBusy(context, row.session)
@@ -516,11 +548,11 @@ export class SqliteMessageBackend implements MessageBackend {
           placement.availableAt,
           placement.rank,
           placement.dueAt,
-          row.pk,
+          sequence,
         );
         resent++;
       }
-      if (resent > 0) context.wake = true;
+      if (resent > 0) context.signal = true;
       this.#finish(context);
       return resent;
     });
@@ -530,10 +562,21 @@ export class SqliteMessageBackend implements MessageBackend {
     const db = this.#db();
     return db.transaction(() => {
       const context = this.#load(queue);
-      if (sequences === undefined) return db.prepare(SQL.deleteDead).run(context.id).changes;
+      if (sequences === undefined) {
+        const highest = db.prepare(SQL.highestDead).get<{ highest: number | null }>(context.id)?.highest;
+        const purged = db.prepare(SQL.deleteDead).run(context.id).changes;
+        this.#deleted(highest ?? 0);
+        return purged;
+      }
       const purge = db.prepare(SQL.purgeOne);
       let purged = 0;
-      for (const sequence of sequences) purged += purge.run(context.id, sequence).changes;
+      let highest = 0;
+      for (const sequence of sequences) {
+        if (purge.run(context.id, sequence).changes === 0) continue;
+        purged++;
+        highest = Math.max(highest, sequence);
+      }
+      this.#deleted(highest);
       return purged;
     });
   }
@@ -588,9 +631,11 @@ export class SqliteMessageBackend implements MessageBackend {
       );
       if (replay === 'none') return;
       const since = replay === 'retained' ? Number.MIN_SAFE_INTEGER : replay.since;
+      const sequences = this.#sequences();
       for (const row of db.prepare(SQL.replay).all<RetainedRow>(since, now)) {
         const message = retainedMessage(row);
-        if (subscriptionMatches(subscription, row.topic, message)) this.#store(context, message, now);
+        if (subscriptionMatches(subscription, row.topic, message))
+          this.#store(context, message, now, sequences);
       }
       this.#finish(context);
     });
@@ -611,6 +656,7 @@ export class SqliteMessageBackend implements MessageBackend {
       if (settings === undefined) throw new UnknownTopicError(topic);
       const subscriptions = this.#loadSubscriptions();
       const contexts = new Map<string, QueueContext>();
+      const sequences = this.#sequences();
       const outcomes = messages.map((message) => {
         const deliveredTo: string[] = [];
         for (const subscription of subscriptions) {
@@ -620,16 +666,14 @@ export class SqliteMessageBackend implements MessageBackend {
             context = this.#load(subscription.queue);
             contexts.set(subscription.queue, context);
           }
-          if (this.#store(context, message, now).accepted) deliveredTo.push(subscription.queue);
+          if (this.#store(context, message, now, sequences).accepted) deliveredTo.push(subscription.queue);
         }
         if (settings.retention_ms > 0) this.#retain(topic, message, now);
         return { id: message.id, deliveredTo };
       });
       db.prepare(SQL.pruneRetained).run(topic, now - settings.retention_ms);
-      for (const context of contexts.values()) {
-        this.#pruneIds(context, now, messages.length);
-        this.#finish(context);
-      }
+      this.#sweepIds(now);
+      for (const context of contexts.values()) this.#finish(context);
       return outcomes;
     });
   }
@@ -659,21 +703,29 @@ export class SqliteMessageBackend implements MessageBackend {
   #load(name: string): QueueContext {
     const row = this.#db().prepare(SQL.queue).get<QueueRow>(name);
     if (row === undefined) throw new UnknownQueueError(name);
-    return {
-      id: row.id,
-      name,
-      settings: this.#parseSettings(row.settings),
-      loadedSequence: row.last_sequence,
-      lastSequence: row.last_sequence,
-      wake: false,
+    return { id: row.id, name, settings: this.#parseSettings(row.settings), wake: false, signal: false };
+  }
+
+  /** Tells watchers (after commit) that messages may have become available. */
+  #finish(context: QueueContext): void {
+    if (context.signal) this.database.prepare(SQL.bumpSignal).run(context.id);
+    if (context.wake || context.signal) this.database.afterCommit(() => this.#hub.notify(context.name));
+  }
+
+  /** Hands out sequences for this transaction's new messages, above every sequence ever used. */
+  #sequences(): () => number {
+    let last: number | undefined;
+    return () => {
+      last ??= this.database.prepare(SQL.lastSequence).get<{ last: number }>()?.last ?? 0;
+      return ++last;
     };
   }
 
-  /** Writes back the sequences used and, when messages may have become available, signals watchers. */
-  #finish(context: QueueContext): void {
-    if (!context.wake && context.lastSequence === context.loadedSequence) return;
-    this.database.prepare(SQL.finishQueue).run(context.lastSequence, context.id);
-    if (context.wake) this.database.afterCommit(() => this.#hub.notify(context.name));
+  /** After deleting messages up to sequence `highest`: if none higher is left, remember it so it is not reused. */
+  #deleted(highest: number): void {
+    if (highest === 0) return;
+    const left = this.database.prepare(SQL.highestSequence).get<{ highest: number | null }>()?.highest ?? 0;
+    if (left < highest) this.database.prepare(SQL.rememberDeleted).run(highest, highest);
   }
 
   #parseSettings(text: string): QueueSettings {
@@ -695,17 +747,17 @@ export class SqliteMessageBackend implements MessageBackend {
     return settings;
   }
 
-  #store(context: QueueContext, message: OutgoingMessage, now: number): SendOutcome {
+  #store(context: QueueContext, message: OutgoingMessage, now: number, sequences: () => number): SendOutcome {
     const db = this.database;
     const { settings } = context;
-    if (
-      settings.duplicateWindowMs > 0 &&
-      db.prepare(SQL.recordId).run(context.id, message.id, now + settings.duplicateWindowMs, now).changes ===
-        0
-    ) {
-      return { id: message.id, accepted: false, sequence: undefined };
+    if (settings.duplicateWindowMs > 0) {
+      this.#idsSinceSweep++;
+      const recorded = db
+        .prepare(SQL.recordId)
+        .run(context.id, message.id, now + settings.duplicateWindowMs, now).changes;
+      if (recorded === 0) return { id: message.id, accepted: false, sequence: undefined };
     }
-    const sequence = ++context.lastSequence;
+    const sequence = sequences();
     const priority = message.priority ?? 0;
     const expiresAt =
       message.expiresAt ?? (settings.defaultTtlMs === undefined ? null : now + settings.defaultTtlMs);
@@ -716,8 +768,8 @@ export class SqliteMessageBackend implements MessageBackend {
         ? waitingPlacement(availableAt)
         : this.#placement(context, priority, availableAt, now);
     db.prepare(SQL.insert).run(
-      context.id,
       sequence,
+      context.id,
       placement.state,
       placement.rank,
       placement.dueAt,
@@ -739,9 +791,20 @@ export class SqliteMessageBackend implements MessageBackend {
     return { id: message.id, accepted: true, sequence };
   }
 
-  #pruneIds(context: QueueContext, now: number, sent: number): void {
-    if (context.settings.duplicateWindowMs === 0) return;
-    this.database.prepare(SQL.pruneIds).run(context.id, context.id, now, PRUNE_BATCH + 2 * sent);
+  /** Deletes expired duplicate-window entries from the next slice of the table (see SWEEP_EVERY). */
+  #sweepIds(now: number): void {
+    if (this.#idsSinceSweep < SWEEP_EVERY) return;
+    this.#idsSinceSweep = 0;
+    const db = this.database;
+    const [queue, id] = this.#sweepFrom;
+    const end = db.prepare(SQL.sweepEnd).get<{ queue: number; id: string }>(queue, id);
+    if (end === undefined) {
+      db.prepare(SQL.sweepRest).run(queue, id, now);
+      this.#sweepFrom = [0, ''];
+    } else {
+      db.prepare(SQL.sweepSlice).run(queue, id, end.queue, end.id, now);
+      this.#sweepFrom = [end.queue, end.id];
+    }
   }
 
   #sessionBusy(context: QueueContext, session: string): boolean {
@@ -762,7 +825,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   #makeDeliverable(
     context: QueueContext,
-    pk: number,
+    sequence: number,
     priority: number,
     availableAt: number,
     now: number,
@@ -770,19 +833,19 @@ export class SqliteMessageBackend implements MessageBackend {
     const placement = this.#placement(context, priority, availableAt, now);
     this.database
       .prepare(SQL.makeDeliverable)
-      .run(placement.state, placement.availableAt, placement.rank, placement.dueAt, pk);
-    context.wake = true;
+      .run(placement.state, placement.availableAt, placement.rank, placement.dueAt, sequence);
+    context.signal = true;
   }
 
   #kill(
     context: QueueContext,
-    pk: number,
+    sequence: number,
     session: string | null,
     reason: string,
     description: string | undefined,
     now: number,
   ): void {
-    this.database.prepare(SQL.kill).run(reason, description ?? null, now, pk);
+    this.database.prepare(SQL.kill).run(reason, description ?? null, now, sequence);
     if (session !== null) this.#advanceSession(context, session, now);
   }
 
@@ -790,9 +853,9 @@ export class SqliteMessageBackend implements MessageBackend {
   #advanceSession(context: QueueContext, session: string, now: number): void {
     const next = this.database
       .prepare(SQL.nextWaiting)
-      .get<{ pk: number; available_at: number; priority: number }>(context.id, session);
+      .get<{ sequence: number; available_at: number; priority: number }>(context.id, session);
     if (next === undefined) return;
-    this.#makeDeliverable(context, next.pk, next.priority, Math.max(next.available_at, now), now);
+    this.#makeDeliverable(context, next.sequence, next.priority, Math.max(next.available_at, now), now);
   }
 
   /** Due scheduled messages become available; expired locks come back or, past the last delivery, die. */
@@ -895,11 +958,11 @@ function priorityStep(policy: PriorityPolicy): number {
   return policy.policy === 'strict' ? STRICT_PRIORITY_STEP : policy.agingMs;
 }
 
-/** The row a lock token was issued for; undefined for a string that is not one of our tokens. */
-function tokenRow(token: string): number | undefined {
+/** The message a lock token was issued for; undefined for a string that is not one of our tokens. */
+function tokenSequence(token: string): number | undefined {
   const dot = token.indexOf('.');
-  const pk = dot > 0 ? Number(token.slice(0, dot)) : Number.NaN;
-  return Number.isSafeInteger(pk) ? pk : undefined;
+  const sequence = dot > 0 ? Number(token.slice(0, dot)) : Number.NaN;
+  return Number.isSafeInteger(sequence) ? sequence : undefined;
 }
 
 function stored(row: MessageRow): StoredMessage {

@@ -2,8 +2,9 @@
  * Wake-ups for `MessageBackend.watch` on SQLite, which has no notification channel between processes:
  * - in this process, a commit wakes the watchers of every backend open on the same file at once;
  * - from other processes, each backend with watchers polls `PRAGMA data_version` (it changes when another
- *   connection commits; reading it touches no page, so a poll costs about a microsecond). Only on a change does
- *   it read the `signal` counter of each watched queue, and it wakes the queues whose counter moved.
+ *   connection commits; reading it touches no page, so a poll costs about a microsecond). Only on a change
+ *   does it read the signal of each watched queue (a counter bumped by abandons, resends and session hand-overs, and
+ *   its highest sequence, moved by sends) and wakes the queues whose signal moved.
  * The poll runs only while someone watches, and its timer never keeps the process alive.
  */
 import type { SqliteDatabase } from './driver.js';
@@ -16,23 +17,23 @@ const hubsByFile = new Map<string, Set<WatchHub>>();
 export class WatchHub {
   readonly #file: string;
   readonly #database: SqliteDatabase;
-  readonly #signalOf: (queue: string) => number | undefined;
+  readonly #signalOf: (queue: string) => string | undefined;
   readonly #intervalMs: number;
   readonly #listeners = new Map<string, Set<Listener>>();
   /** The last seen signal of each watched queue (undefined while the queue does not exist). */
-  readonly #signals = new Map<string, number | undefined>();
+  readonly #signals = new Map<string, string | undefined>();
   #timer: NodeJS.Timeout | undefined;
   #dataVersion = -1;
 
   /**
    * @param file identifies the database file (its real path), so backends on one file in this process find
    *   each other; an in-memory database gets a key of its own.
-   * @param signalOf reads a queue's `signal` counter.
+   * @param signalOf reads what changes when messages of a queue may have become available.
    */
   constructor(
     file: string,
     database: SqliteDatabase,
-    signalOf: (queue: string) => number | undefined,
+    signalOf: (queue: string) => string | undefined,
     intervalMs: number,
   ) {
     this.#file = file;
