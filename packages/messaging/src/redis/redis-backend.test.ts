@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
-import { redisForSuite, waitUntil } from '@stratus/testkit';
+import { findRedisServer, freePort, redisForSuite, waitUntil } from '@stratus/testkit';
 import { Redis } from 'ioredis';
-import type { QueueSettings } from '../backend.js';
+import type { MessageBackend, OutgoingMessage, QueueSettings, StoredMessage } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
+import { MemoryMessageBackend } from '../memory/memory-backend.js';
 import { redisMessageBackend } from './redis-backend.js';
 
 const suite = await redisForSuite('messaging-redis');
@@ -157,4 +163,196 @@ describe('redis message backend', { skip: suite.skip }, () => {
     assert.ok(queueKeys.every((key) => key.startsWith(`${keyPrefix}q:{orders}:`)));
     await backend.close();
   });
+
+  it('behaves like the memory backend on random operation sequences', async () => {
+    const backend = redisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}differential:` });
+    try {
+      for (let seed = 1; seed <= 8; seed++)
+        await compareWithMemory(seed, backend, new MemoryMessageBackend());
+    } finally {
+      await backend.close();
+    }
+  });
 });
+
+const redisServer = findRedisServer();
+
+describe('redis message backend across a server restart', {
+  skip: typeof redisServer === 'string' ? suite.skip : redisServer.reason,
+}, () => {
+  it('works again without being recreated, and wakes its watchers after reconnecting', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stratus-redis-restart-'));
+    const port = await freePort();
+    const start = async () => {
+      const child = spawn(
+        redisServer as string,
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+        { stdio: 'ignore' },
+      );
+      const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });
+      probe.on('error', () => {});
+      await waitUntil(
+        () =>
+          probe.connect().then(
+            () => true,
+            () => false,
+          ),
+        'redis-server is up',
+      );
+      probe.disconnect();
+      return child;
+    };
+    let server: ChildProcess = await start();
+    const backend = redisMessageBackend({ url: `redis://127.0.0.1:${port}`, keyPrefix: 'restart:' });
+    try {
+      await backend.putQueue('q', settings);
+      let wakes = 0;
+      backend.watch('q', () => wakes++);
+      await waitUntil(() => wakes > 0, 'the subscription is in force');
+      server.kill('SIGKILL');
+      await once(server, 'exit');
+      server = await start();
+      const before = wakes;
+      await waitUntil(() => wakes > before, 'a wake-up after the reconnect', 15_000);
+      // The restarted server lost everything (no persistence) and has no scripts loaded.
+      assert.equal(await backend.getQueue('q'), undefined);
+      await backend.putQueue('q', settings);
+      const woken = wakes;
+      await backend.send('q', [msg('after')], T0);
+      await waitUntil(() => wakes > woken, 'a wake-up for the new message');
+      const { messages } = await backend.receive('q', { max: 1, lockMs: 1000, now: T0 });
+      assert.equal(messages[0]?.id, 'after');
+    } finally {
+      await backend.close();
+      server.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A small deterministic generator (mulberry32), so a failing seed can be replayed. */
+function generator(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Runs the same random operations (sends with duplicates, priorities, schedules, TTLs and sessions; receives,
+ * settlements with current and stale tokens, renewals, resends and purges of dead letters) on both backends at
+ * the same times, and requires the same answers.
+ */
+async function compareWithMemory(seed: number, backend: MessageBackend, reference: MessageBackend) {
+  const random = generator(seed);
+  const below = (n: number) => Math.floor(random() * n);
+  const pick = <T>(values: readonly T[]): T => values[below(values.length)] as T;
+  const queue = `q${seed}`;
+  const settings: QueueSettings = {
+    lockDurationMs: 30,
+    maxDeliveryCount: 1 + below(3),
+    duplicateWindowMs: pick([0, 40]),
+    defaultTtlMs: pick([undefined, 60]),
+    maxMessageBytes: 1024,
+    priority: pick([{ policy: 'strict' }, { policy: 'weighted', agingMs: 5 }] as const),
+    sessions: random() < 0.5,
+  };
+  const both = async <T>(run: (b: MessageBackend) => Promise<T>): Promise<[T, T]> => [
+    await run(backend),
+    await run(reference),
+  ];
+  const same = async <T>(what: string, run: (b: MessageBackend) => Promise<T>): Promise<T> => {
+    const [actual, expected] = await both(run);
+    assert.deepEqual(actual, expected, `seed ${seed}: ${what}`);
+    return actual;
+  };
+  const withoutToken = (messages: readonly StoredMessage[]) =>
+    messages.map((m) => ({ ...m, lockToken: undefined }));
+  await same('putQueue', (b) => b.putQueue(queue, settings));
+  // Tokens of every delivery so far, in the same order on both backends (older ones are stale).
+  const tokens: [string, string][] = [];
+  const someTokens = () =>
+    Array.from({ length: 1 + below(2) }, () => tokens[below(tokens.length)] as [string, string]);
+  let now = T0;
+  for (let step = 0; step < 250; step++) {
+    now += below(6);
+    const op = below(100);
+    const what = `step ${step}, op ${op}`;
+    if (op < 30) {
+      const batch: OutgoingMessage[] = Array.from({ length: 1 + below(4) }, () => ({
+        id: `m${below(12)}`,
+        body: new Uint8Array([below(256)]),
+        priority: random() < 0.5 ? below(10) : undefined,
+        availableAt: random() < 0.2 ? now + below(30) : undefined,
+        expiresAt: random() < 0.2 ? now + below(80) : undefined,
+        sessionId: pick([undefined, 'A', 'B', '']),
+        subject: random() < 0.2 ? 'subject' : undefined,
+      }));
+      await same(`${what} send`, (b) => b.send(queue, batch, now));
+    } else if (op < 55) {
+      const request = { max: 1 + below(4), lockMs: 5 + below(25), now };
+      const [actual, expected] = await both((b) => b.receive(queue, request));
+      assert.deepEqual(
+        { ...actual, messages: withoutToken(actual.messages) },
+        { ...expected, messages: withoutToken(expected.messages) },
+        `seed ${seed}: ${what} receive`,
+      );
+      actual.messages.forEach((m, i) => {
+        tokens.push([m.lockToken, expected.messages[i]?.lockToken as string]);
+      });
+    } else if (op < 70 && tokens.length > 0) {
+      const chosen = someTokens();
+      const [actual, expected] = await both((b) =>
+        b.complete(
+          queue,
+          chosen.map((pair) => pair[b === backend ? 0 : 1]),
+          now,
+        ),
+      );
+      assert.deepEqual(actual, expected, `seed ${seed}: ${what} complete`);
+    } else if (op < 78 && tokens.length > 0) {
+      const [token] = someTokens();
+      const delay = pick([0, 0, 10]);
+      const [actual, expected] = await both((b) =>
+        b.abandon(queue, (token as [string, string])[b === backend ? 0 : 1], delay, now),
+      );
+      assert.equal(actual, expected, `seed ${seed}: ${what} abandon`);
+    } else if (op < 83 && tokens.length > 0) {
+      const [token] = someTokens();
+      const description = pick([undefined, 'why']);
+      const [actual, expected] = await both((b) =>
+        b.deadLetter(queue, (token as [string, string])[b === backend ? 0 : 1], 'reason', description, now),
+      );
+      assert.equal(actual, expected, `seed ${seed}: ${what} deadLetter`);
+    } else if (op < 87 && tokens.length > 0) {
+      const chosen = someTokens();
+      const lockMs = 5 + below(25);
+      const [actual, expected] = await both((b) =>
+        b.renewLocks(
+          queue,
+          chosen.map((pair) => pair[b === backend ? 0 : 1]),
+          lockMs,
+          now,
+        ),
+      );
+      assert.deepEqual(actual, expected, `seed ${seed}: ${what} renew`);
+    } else if (op < 92) {
+      const dead = await same(`${what} listDeadLetters`, (b) => b.listDeadLetters(queue, { limit: 50 }));
+      const chosen = dead.filter(() => random() < 0.5).map((d) => d.sequence);
+      const purged = random() < 0.5 ? chosen : undefined;
+      if (random() < 0.8) await same(`${what} resend`, (b) => b.resendDeadLetters(queue, chosen, now));
+      else await same(`${what} purge`, (b) => b.purgeDeadLetters(queue, purged));
+    } else if (op < 96) {
+      const query = { limit: 1 + below(10), afterSequence: random() < 0.5 ? undefined : below(20) };
+      await same(`${what} peek`, (b) => b.peek(queue, query));
+    } else {
+      await same(`${what} stats`, (b) => b.stats(queue, now));
+    }
+  }
+  await same('final peek', (b) => b.peek(queue, { limit: 1000 }));
+  await same('final dead letters', (b) => b.listDeadLetters(queue, { limit: 1000 }));
+}

@@ -459,33 +459,35 @@ local taken = 0
 while taken < max and budget > 0 do
   local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - taken - 1)
   if #seqs == 0 then break end
-  redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, #seqs - 1)
   local fields = {}
   for i = 1, #seqs do
     fields[2 * i - 1] = seqs[i]
     fields[2 * i] = payload_field(seqs[i])
   end
   local values = fetch_all('HMGET', q.base .. 'r', fields)
-  local killed = false
+  local used, killed = #seqs, false
   for i = 1, #seqs do
     local seq, r = seqs[i], decode(values[2 * i - 1])
     if r[EXPIRES_AT] <= now then
-      -- Expired: dead-lettered instead of delivered; its session's next message may be picked in this call.
+      -- Expired: dead-lettered instead of delivered. Its session's next message may now rank before the
+      -- rest of this pick, so pick again.
       kill(q, seq, r, EXPIRED, false, now)
-      killed = true
+      used, killed = i, true
       budget = budget - 1
-    else
-      taken = taken + 1
-      r[STATE] = LOCKED
-      r[DELIVERIES] = r[DELIVERIES] + 1
-      r[LOCKED_UNTIL] = locked_until
-      r[TOKEN] = seq .. '.' .. nonce .. '.' .. taken
-      put(q, 'ZADD', 'k', locked_text, seq)
-      reply[#reply + 1] = tonumber(seq)
-      reply[#reply + 1] = save(q, seq, r)
-      reply[#reply + 1] = values[2 * i]
+      break
     end
+    taken = taken + 1
+    r[STATE] = LOCKED
+    r[DELIVERIES] = r[DELIVERIES] + 1
+    r[LOCKED_UNTIL] = locked_until
+    r[TOKEN] = seq .. '.' .. nonce .. '.' .. taken
+    put(q, 'ZADD', 'k', locked_text, seq)
+    reply[#reply + 1] = tonumber(seq)
+    reply[#reply + 1] = save(q, seq, r)
+    reply[#reply + 1] = values[2 * i]
   end
+  -- Before flush(): until then the first ranks are still exactly the picked messages.
+  redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, used - 1)
   flush(q)
   if not killed then break end
 end
