@@ -107,6 +107,11 @@ interface CompleteRequest {
   readonly tokens: readonly string[];
   readonly now: number;
 }
+interface Grouped<I, O> {
+  readonly commit: GroupCommit<I, O>;
+  /** Submitted and not yet answered. */
+  callers: number;
+}
 
 /**
  * The message backend on PostgreSQL. Every operation is one call of a plpgsql function (schema.ts), so one round
@@ -118,14 +123,14 @@ interface CompleteRequest {
 export class PostgresMessageBackend implements MessageBackend {
   readonly kind = 'postgres';
   readonly schema: string;
-  readonly #options: PostgresMessageBackendOptions;
-  readonly #ownsPool: boolean;
+  /** How to create the pool the backend owns; undefined when the user gave theirs. */
+  readonly #ownPool: { readonly connectionString: string; readonly max: number } | undefined;
   #pool: Pool | undefined;
   #ready: Promise<Pool> | undefined;
   readonly #listener: NotificationListener;
-  readonly #sends = new Map<string, GroupCommit<SendRequest, SendOutcome[] | Error>>();
-  readonly #completes = new Map<string, GroupCommit<CompleteRequest, SettleOutcome[]>>();
-  readonly #receives = new Map<string, GroupCommit<ReceiveRequest, ReceiveResult>>();
+  readonly #sends = new Map<string, Grouped<SendRequest, SendOutcome[] | Error>>();
+  readonly #completes = new Map<string, Grouped<CompleteRequest, SettleOutcome[]>>();
+  readonly #receives = new Map<string, Grouped<ReceiveRequest, ReceiveResult>>();
   readonly #sql: ReturnType<typeof statements>;
   #closed = false;
 
@@ -148,8 +153,8 @@ export class PostgresMessageBackend implements MessageBackend {
         `expected a lower-case SQL identifier, got ${JSON.stringify(schema)}`,
       );
     }
-    this.#options = options;
-    this.#ownsPool = pool === undefined;
+    this.#ownPool =
+      pool === undefined ? { connectionString: connectionString as string, max: poolSize } : undefined;
     this.#pool = pool;
     this.schema = schema;
     this.#sql = statements(schema);
@@ -214,7 +219,10 @@ export class PostgresMessageBackend implements MessageBackend {
         await this.#callSend(queue, messages, nowsOf([request])),
       )[0] as SendOutcome[];
     }
-    const outcome = await this.#grouped(this.#sends, queue, (batch) => this.#flushSends(queue, batch)).submit(
+    const outcome = await this.#submit(
+      this.#sends,
+      queue,
+      (batch) => this.#flushSends(queue, batch),
       request,
     );
     if (outcome instanceof Error) throw outcome;
@@ -223,7 +231,7 @@ export class PostgresMessageBackend implements MessageBackend {
 
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
     if (request.max >= GROUP_BELOW) return (await this.#flushReceives(queue, [request]))[0] as ReceiveResult;
-    return this.#grouped(this.#receives, queue, (batch) => this.#flushReceives(queue, batch)).submit(request);
+    return this.#submit(this.#receives, queue, (batch) => this.#flushReceives(queue, batch), request);
   }
 
   async renewLocks(
@@ -246,9 +254,7 @@ export class PostgresMessageBackend implements MessageBackend {
     const request = { tokens: lockTokens, now };
     if (lockTokens.length >= GROUP_BELOW)
       return (await this.#flushCompletes(queue, [request]))[0] as SettleOutcome[];
-    return this.#grouped(this.#completes, queue, (batch) => this.#flushCompletes(queue, batch)).submit(
-      request,
-    );
+    return this.#submit(this.#completes, queue, (batch) => this.#flushCompletes(queue, batch), request);
   }
 
   async abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome> {
@@ -423,31 +429,29 @@ export class PostgresMessageBackend implements MessageBackend {
     if (this.#closed) return;
     this.#closed = true;
     await this.#listener.close();
-    if (this.#ownsPool) {
+    if (this.#ownPool !== undefined) {
       const pool = await this.#ready?.catch(() => undefined);
       await pool?.end();
     }
   }
 
-  /** One group commit per queue while it has work; dropped when idle so that queues do not accumulate. */
-  #grouped<I, O>(
-    map: Map<string, GroupCommit<I, O>>,
+  /** Submits to the queue's group commit, which lives while it has callers so that queues do not accumulate. */
+  #submit<I, O>(
+    groups: Map<string, Grouped<I, O>>,
     queue: string,
     flush: (batch: I[]) => Promise<O[]>,
-  ): { submit(item: I): Promise<O> } {
-    return {
-      submit: (item) => {
-        let commit = map.get(queue);
-        if (commit === undefined) {
-          commit = new GroupCommit(flush);
-          map.set(queue, commit);
-        }
-        const group = commit;
-        return group.submit(item).finally(() => {
-          if (group.size === 0 && map.get(queue) === group) map.delete(queue);
-        });
-      },
-    };
+    item: I,
+  ): Promise<O> {
+    let grouped = groups.get(queue);
+    if (grouped === undefined) {
+      grouped = { commit: new GroupCommit(flush), callers: 0 };
+      groups.set(queue, grouped);
+    }
+    const current = grouped;
+    current.callers++;
+    return current.commit.submit(item).finally(() => {
+      if (--current.callers === 0 && groups.get(queue) === current) groups.delete(queue);
+    });
   }
 
   async #flushSends(queue: string, batch: SendRequest[]): Promise<(SendOutcome[] | Error)[]> {
@@ -575,10 +579,7 @@ export class PostgresMessageBackend implements MessageBackend {
     let pool = this.#pool;
     if (pool === undefined) {
       const { default: pg } = await import('pg');
-      pool = new pg.Pool({
-        connectionString: this.#options.connectionString,
-        max: this.#options.poolSize ?? 10,
-      });
+      pool = new pg.Pool(this.#ownPool);
       // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
       pool.on('error', () => {});
       this.#pool = pool;
