@@ -8,9 +8,17 @@ import { after, describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
 import { findRedisServer, freePort, redisForSuite, waitUntil } from '@stratus/testkit';
 import { Redis } from 'ioredis';
-import type { MessageBackend, OutgoingMessage, QueueSettings, StoredMessage } from '../backend.js';
+import type {
+  MessageBackend,
+  MessageFilter,
+  OutgoingMessage,
+  QueueSettings,
+  StoredMessage,
+  Subscription,
+} from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { MemoryMessageBackend } from '../memory/memory-backend.js';
+import { subscriptionMatches } from '../routing.js';
 import { redisMessageBackend } from './redis-backend.js';
 
 const suite = await redisForSuite('messaging-redis');
@@ -162,6 +170,69 @@ describe('redis message backend', { skip: suite.skip }, () => {
     assert.ok(queueKeys.length >= 8, `keys: ${keys.join(', ')}`);
     assert.ok(queueKeys.every((key) => key.startsWith(`${keyPrefix}q:{orders}:`)));
     await backend.close();
+  });
+
+  it('routes published messages as routing.ts does (patterns and filters evaluated in Lua)', async () => {
+    const backend = redisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}routing:` });
+    const random = generator(42);
+    const below = (n: number) => Math.floor(random() * n);
+    const pick = <T>(values: readonly T[]): T => values[below(values.length)] as T;
+    const path = (segments: readonly string[], min: number) =>
+      Array.from({ length: min + below(4 - min) }, () => pick(segments)).join('.');
+    const filters: (MessageFilter | undefined)[] = [
+      undefined,
+      { subject: 'x' },
+      { subject: ['x', 'y'] },
+      { headers: { h: 'v' } },
+      { headers: { h: ['v', 'w'] } },
+      { headers: { h: { exists: true } } },
+      { headers: { h: { exists: false } } },
+      { headers: { h: { prefix: 'v' } } },
+      { subject: 'y', headers: { h: { prefix: '' }, k: 'z' } },
+    ];
+    try {
+      let deliveries = 0;
+      const subscriptions: Subscription[] = [];
+      for (let i = 0; i < 30; i++) {
+        const subscription = {
+          queue: `q${i}`,
+          topics: Array.from({ length: 1 + below(2) }, () => path(['a', 'b', '*', '#'], 0)),
+          filter: pick(filters),
+        };
+        await backend.putQueue(subscription.queue, { ...settings, duplicateWindowMs: 0 });
+        await backend.subscribe(subscription, 'none', T0);
+        subscriptions.push(subscription);
+      }
+      for (let i = 0; i < 60; i++) {
+        const topic = path(['a', 'b'], 1);
+        await backend.putTopic(topic, { retentionMs: 0 });
+        const message: OutgoingMessage = {
+          ...msg(`m${i}`),
+          subject: pick([undefined, 'x', 'y']),
+          headers: pick<Record<string, string> | undefined>([
+            undefined,
+            {},
+            { h: 'v' },
+            { h: 'vw', k: 'z' },
+            { h: 'w' },
+            { k: 'z' },
+          ]),
+        };
+        const [outcome] = await backend.publish(topic, [message], T0);
+        deliveries += outcome?.deliveredTo.length ?? 0;
+        const expected = subscriptions
+          .filter((subscription) => subscriptionMatches(subscription, topic, message))
+          .map((subscription) => subscription.queue);
+        assert.deepEqual(
+          [...(outcome?.deliveredTo ?? [])].sort(),
+          expected.sort(),
+          `${topic} ${JSON.stringify(message)}`,
+        );
+      }
+      assert.ok(deliveries > 20, `only ${deliveries} copies: the cases are too narrow to compare`);
+    } finally {
+      await backend.close();
+    }
   });
 
   it('behaves like the memory backend on random operation sequences', async () => {
