@@ -49,6 +49,15 @@ export interface SqliteDatabase {
    * synchronous: a returned promise is refused (the transaction would commit before the awaited work).
    */
   transaction<T>(fn: () => T): T;
+  /**
+   * Like `transaction`, but waits for another connection's write lock without blocking the event loop: it tries
+   * `BEGIN IMMEDIATE` without SQLite's busy wait (which sleeps the whole thread, in growing steps) and retries
+   * every millisecond, up to `busyTimeoutMs`, then rejects with the driver's SQLITE_BUSY error. Polling often
+   * also keeps a busy writer in another process from starving this one. Inside an open transaction it joins it.
+   */
+  transactionAsync<T>(fn: () => T): Promise<T>;
+  /** How long a write waits for another connection's lock (the connection's `PRAGMA busy_timeout`). */
+  readonly busyTimeoutMs: number;
   /** True while a transaction is open on this connection. */
   readonly inTransaction: boolean;
   /**
@@ -179,7 +188,7 @@ export function openSqlite(path: string, options: OpenSqliteOptions = {}): Sqlit
   if (typeof path !== 'string' || path === '') throw new InvalidOptionsError('path', 'expected a file path');
   const checked = checkOptions(options);
   const driver = chooseDriver(checked.driver);
-  let database: SqliteDatabase;
+  let database: BaseSqlite;
   if (driver === 'node:sqlite') {
     const { DatabaseSync } = load('node:sqlite') as NodeSqliteModule;
     database = new NodeSqlite(
@@ -226,9 +235,10 @@ function nodeSqlitePath(handle: unknown): string {
   return typeof location === 'function' ? (location.call(handle) ?? ':memory:') : ':memory:';
 }
 
-function configure(database: SqliteDatabase, options: Required<OpenSqliteOptions>): void {
+function configure(database: BaseSqlite, options: Required<OpenSqliteOptions>): void {
   // The busy timeout first: switching a fresh file to WAL takes a lock that a second process may be holding.
   database.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
+  database.busyTimeoutMs = options.busyTimeoutMs;
   database.prepare('PRAGMA journal_mode = WAL').get();
   database.exec(`PRAGMA synchronous = ${options.synchronous}`);
   database.exec(`PRAGMA foreign_keys = ${options.foreignKeys ? 'ON' : 'OFF'}`);
@@ -240,6 +250,7 @@ abstract class BaseSqlite implements SqliteDatabase {
   abstract readonly handle: unknown;
   abstract readonly isOpen: boolean;
   readonly path: string;
+  busyTimeoutMs = 0;
   readonly #statements = new Map<string, SqliteStatement>();
   /** Transactions opened through `transaction` on this connection (1 = outermost, more = savepoints). */
   #depth = 0;
@@ -289,8 +300,39 @@ abstract class BaseSqlite implements SqliteDatabase {
     }
   }
 
+  async transactionAsync<T>(fn: () => T): Promise<T> {
+    const deadline = performance.now() + this.busyTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      // Checked on every attempt: a transaction may have been opened while this one waited.
+      if (this.#depth > 0 || this.inTransaction) return this.transaction(fn);
+      const busy = this.#tryBegin();
+      if (busy === undefined) return this.#run(fn);
+      if (performance.now() >= deadline) throw busy;
+      await new Promise((resolve) => (attempt === 0 ? setImmediate(resolve) : setTimeout(resolve, 1)));
+    }
+  }
+
+  /** BEGIN IMMEDIATE without SQLite's busy wait; the SQLITE_BUSY error when another connection writes. */
+  #tryBegin(): unknown {
+    this.prepare('PRAGMA busy_timeout = 0').run();
+    try {
+      this.prepare('BEGIN IMMEDIATE').run();
+      return undefined;
+    } catch (error) {
+      if (isBusy(error)) return error;
+      throw error;
+    } finally {
+      this.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`).run();
+    }
+  }
+
   #outermost<T>(fn: () => T): T {
     this.prepare('BEGIN IMMEDIATE').run();
+    return this.#run(fn);
+  }
+
+  /** The rest of an outermost transaction, once BEGIN IMMEDIATE succeeded. */
+  #run<T>(fn: () => T): T {
     this.#depth++;
     let result: T;
     try {
@@ -407,6 +449,16 @@ class BetterSqlite extends BaseSqlite {
     if (this.handle.open) this.handle.close();
   }
 }
+
+/** SQLITE_BUSY (or one of its extended codes) from either driver. */
+function isBusy(error: unknown): boolean {
+  const { code, errcode } = error as { code?: unknown; errcode?: unknown };
+  return (
+    (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) ||
+    (typeof errcode === 'number' && (errcode & 0xff) === SQLITE_BUSY)
+  );
+}
+const SQLITE_BUSY = 5;
 
 function synchronously<T>(fn: () => T): T {
   const result = fn();

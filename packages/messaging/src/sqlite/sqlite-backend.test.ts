@@ -176,7 +176,7 @@ describe('SQLite message backend', () => {
     }
   });
 
-  it('two processes competing for one queue get every message exactly once', async () => {
+  it('two processes competing for one queue get every message exactly once', async (t) => {
     const path = freshPath();
     const total = 2000;
     const backend = sqliteMessageBackend({ path });
@@ -195,6 +195,7 @@ describe('SQLite message backend', () => {
       );
     });
     try {
+      t.diagnostic(`messages per process: ${reports.map((report) => report.ids.length).join(' / ')}`);
       const all = reports.flatMap((report) => report.ids);
       assert.equal(all.length, total, 'no message delivered twice');
       assert.equal(new Set(all).size, total, 'none lost');

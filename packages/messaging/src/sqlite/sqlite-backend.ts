@@ -271,8 +271,9 @@ const SQL = {
 /**
  * The embedded default backend: queues and topics in one SQLite file that any number of processes may share.
  * Every operation that changes state is one `BEGIN IMMEDIATE` transaction, so processes serialise on SQLite's
- * write lock (waiting up to the busy timeout), and WAL lets readers run alongside. Statements are prepared once
- * and each receive, settle or send batch is a handful of index seeks.
+ * write lock, waiting for it up to the busy timeout without blocking the event loop (transactionAsync); WAL lets
+ * readers run alongside. Statements are prepared once, and each receive, settle or send batch is a handful of
+ * index seeks.
  */
 export class SqliteMessageBackend implements MessageBackend {
   readonly kind = 'sqlite';
@@ -298,7 +299,7 @@ export class SqliteMessageBackend implements MessageBackend {
       throw new InvalidOptionsError('path', 'give either a path or a database');
     }
     if (database !== undefined) {
-      if (typeof (database as Partial<SqliteDatabase>)?.transaction !== 'function') {
+      if (typeof (database as Partial<SqliteDatabase>)?.transactionAsync !== 'function') {
         throw new InvalidOptionsError(
           'database',
           'expected a SqliteDatabase (see openSqlite and wrapSqlite)',
@@ -337,7 +338,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async deleteQueue(name: string): Promise<boolean> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const row = db.prepare(SQL.queue).get<QueueRow>(name);
       if (row === undefined) return false;
       const highest = db.prepare(SQL.highestInQueue).get<{ highest: number }>(row.id, row.id)?.highest ?? 0;
@@ -353,7 +354,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       const sequences = this.#sequences();
       const outcomes = messages.map((message) => this.#store(context, message, now, sequences));
@@ -366,7 +367,7 @@ export class SqliteMessageBackend implements MessageBackend {
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
     const db = this.#db();
     const { max, lockMs, now } = request;
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       this.#releaseDue(context, now);
       const messages: DeliveredMessage[] = [];
@@ -407,7 +408,7 @@ export class SqliteMessageBackend implements MessageBackend {
     now: number,
   ): Promise<(number | undefined)[]> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       const renew = db.prepare(SQL.renew);
       const lockedUntil = now + lockMs;
@@ -421,7 +422,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       const complete = db.prepare(SQL.complete);
       let highest = 0;
@@ -444,7 +445,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       const sequence = tokenSequence(lockToken);
       const row =
@@ -476,7 +477,7 @@ export class SqliteMessageBackend implements MessageBackend {
     now: number,
   ): Promise<SettleOutcome> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       const sequence = tokenSequence(lockToken);
       const row =
@@ -531,7 +532,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async resendDeadLetters(queue: string, sequences: readonly number[], now: number): Promise<number> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       let resent = 0;
       for (const sequence of [...sequences].sort((a, b) => a - b)) {
@@ -560,7 +561,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async purgeDeadLetters(queue: string, sequences: readonly number[] | undefined): Promise<number> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const context = this.#load(queue);
       if (sequences === undefined) {
         const highest = db.prepare(SQL.highestDead).get<{ highest: number | null }>(context.id)?.highest;
@@ -588,7 +589,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async setSessionState(queue: string, sessionId: string, state: Uint8Array | undefined): Promise<void> {
     const db = this.#db();
-    db.transaction(() => {
+    await db.transactionAsync(() => {
       const context = this.#load(queue);
       if (state === undefined) db.prepare(SQL.clearSessionState).run(context.id, sessionId);
       else db.prepare(SQL.putSessionState).run(context.id, sessionId, state);
@@ -614,7 +615,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async deleteTopic(name: string): Promise<boolean> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       db.prepare(SQL.deleteRetained).run(name);
       return db.prepare(SQL.deleteTopic).run(name).changes > 0;
     });
@@ -622,7 +623,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async subscribe(subscription: Subscription, replay: ReplayFrom, now: number): Promise<void> {
     const db = this.#db();
-    db.transaction(() => {
+    await db.transactionAsync(() => {
       const context = this.#load(subscription.queue);
       db.prepare(SQL.subscribe).run(
         subscription.queue,
@@ -651,7 +652,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async publish(topic: string, messages: readonly OutgoingMessage[], now: number): Promise<PublishOutcome[]> {
     const db = this.#db();
-    return db.transaction(() => {
+    return db.transactionAsync(() => {
       const settings = db.prepare(SQL.topic).get<{ retention_ms: number }>(topic);
       if (settings === undefined) throw new UnknownTopicError(topic);
       const subscriptions = this.#loadSubscriptions();
