@@ -1,0 +1,314 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { InvalidOptionsError } from '@stratus/core';
+import {
+  openSqlite,
+  type SqliteDatabase,
+  SqliteDriverError,
+  type SqliteDriverName,
+  sqliteDriverAvailable,
+  wrapSqlite,
+} from './driver.js';
+import { migrateSqlite, schemaVersion } from './migrations.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-driver-'));
+after(() => rmSync(directory, { recursive: true, force: true }));
+let files = 0;
+const freshPath = () => join(directory, `driver-${++files}.db`);
+
+function withDatabase(driver: SqliteDriverName, run: (db: SqliteDatabase) => void | Promise<void>) {
+  return async () => {
+    const db = openSqlite(freshPath(), { driver });
+    try {
+      await run(db);
+    } finally {
+      db.close();
+    }
+  };
+}
+
+const count = (db: SqliteDatabase) => db.prepare('SELECT count(*) AS n FROM t').get<{ n: number }>()?.n;
+
+for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies SqliteDriverName[]) {
+  const available = sqliteDriverAvailable(driver);
+  describe(`SQLite driver: ${driver}`, { skip: available === true ? false : available }, () => {
+    it(
+      'configures the connection for sharing the file between processes',
+      withDatabase(driver, (db) => {
+        assert.equal(db.driver, driver);
+        const pragma = (name: string) => Object.values(db.prepare(`PRAGMA ${name}`).get() ?? {})[0];
+        assert.equal(pragma('journal_mode'), 'wal');
+        assert.equal(pragma('synchronous'), 1, 'NORMAL');
+        assert.equal(pragma('busy_timeout'), 5000);
+        assert.equal(pragma('foreign_keys'), 1);
+        assert.equal(db.busyTimeoutMs, 5000);
+      }),
+    );
+
+    it('applies the synchronous, busy timeout and foreign key options', () => {
+      const db = openSqlite(freshPath(), {
+        driver,
+        synchronous: 'FULL',
+        busyTimeoutMs: 250,
+        foreignKeys: false,
+      });
+      try {
+        assert.equal(db.prepare('PRAGMA synchronous').get<{ synchronous: number }>()?.synchronous, 2);
+        assert.equal(db.prepare('PRAGMA busy_timeout').get<{ timeout: number }>()?.timeout, 250);
+        assert.equal(db.prepare('PRAGMA foreign_keys').get<{ foreign_keys: number }>()?.foreign_keys, 0);
+      } finally {
+        db.close();
+      }
+    });
+
+    it(
+      'runs positional statements, caches them, and returns numbers and Uint8Arrays',
+      withDatabase(driver, (db) => {
+        db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, x REAL, s TEXT, b BLOB)');
+        const insert = db.prepare('INSERT INTO t (n, x, s, b) VALUES (?, ?, ?, ?)');
+        assert.equal(db.prepare('INSERT INTO t (n, x, s, b) VALUES (?, ?, ?, ?)'), insert, 'cached');
+        assert.deepEqual(insert.run(2 ** 40, 1.5, 'text', new Uint8Array([1, 2, 3])), {
+          changes: 1,
+          lastInsertRowid: 1,
+        });
+        insert.run(null, null, null, null);
+        const row = db.prepare('SELECT n, x, s, b FROM t WHERE id = ?').get<Record<string, unknown>>(1);
+        assert.equal(row?.n, 2 ** 40);
+        assert.equal(row?.x, 1.5);
+        assert.equal(row?.s, 'text');
+        assert.equal(Object.getPrototypeOf(row?.b), Uint8Array.prototype, 'a plain Uint8Array, not a Buffer');
+        assert.deepEqual(row?.b, new Uint8Array([1, 2, 3]));
+        const rows = db.prepare('SELECT b FROM t ORDER BY id').all<{ b: Uint8Array | null }>();
+        assert.equal(Object.getPrototypeOf(rows[0]?.b), Uint8Array.prototype);
+        assert.equal(rows[1]?.b, null);
+        assert.equal(db.prepare('SELECT s FROM t WHERE id = ?').get(99), undefined);
+        assert.equal(db.prepare('UPDATE t SET n = 0').run().changes, 2);
+      }),
+    );
+
+    it(
+      'commits a transaction, and rolls it back when fn throws',
+      withDatabase(driver, (db) => {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+        assert.equal(
+          db.transaction(() => {
+            insert.run('a');
+            assert.equal(db.inTransaction, true);
+            return 'result';
+          }),
+          'result',
+        );
+        assert.equal(db.inTransaction, false);
+        assert.throws(
+          () =>
+            db.transaction(() => {
+              insert.run('b');
+              throw new Error('boom');
+            }),
+          /boom/,
+        );
+        assert.equal(db.inTransaction, false);
+        assert.equal(count(db), 1);
+      }),
+    );
+
+    it(
+      'runs a nested transaction in a savepoint: its error undoes only its own writes',
+      withDatabase(driver, (db) => {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+        db.transaction(() => {
+          insert.run('outer');
+          assert.throws(() =>
+            db.transaction(() => {
+              insert.run('inner');
+              throw new Error('inner fails');
+            }),
+          );
+          db.transaction(() => insert.run('inner ok'));
+        });
+        assert.deepEqual(
+          db
+            .prepare('SELECT v FROM t ORDER BY rowid')
+            .all<{ v: string }>()
+            .map((r) => r.v),
+          ['outer', 'inner ok'],
+        );
+      }),
+    );
+
+    it(
+      'joins a transaction begun outside it',
+      withDatabase(driver, (db) => {
+        db.exec('CREATE TABLE t (v TEXT)');
+        db.exec('BEGIN');
+        db.transaction(() => db.prepare('INSERT INTO t (v) VALUES (?)').run('joined'));
+        assert.equal(db.inTransaction, true, 'the outer transaction is still open');
+        db.exec('ROLLBACK');
+        assert.equal(count(db), 0);
+      }),
+    );
+
+    it(
+      'refuses an async fn and rolls back what it wrote',
+      withDatabase(driver, (db) => {
+        db.exec('CREATE TABLE t (v TEXT)');
+        assert.throws(
+          () =>
+            db.transaction(async () => {
+              db.prepare('INSERT INTO t (v) VALUES (?)').run('x');
+            }),
+          /synchronous/,
+        );
+        assert.equal(count(db), 0);
+        assert.equal(db.inTransaction, false);
+      }),
+    );
+
+    it(
+      'runs after-commit callbacks after the outermost commit, and drops them on rollback',
+      withDatabase(driver, (db) => {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const calls: string[] = [];
+        db.afterCommit(() => calls.push('outside'));
+        assert.deepEqual(calls, ['outside'], 'at once outside a transaction');
+        db.transaction(() => {
+          db.afterCommit(() => calls.push('outer'));
+          db.transaction(() => db.afterCommit(() => calls.push('inner')));
+          assert.throws(() =>
+            db.transaction(() => {
+              db.afterCommit(() => calls.push('rolled back savepoint'));
+              throw new Error('undo');
+            }),
+          );
+          assert.deepEqual(calls, ['outside'], 'nothing before the commit');
+        });
+        assert.throws(() =>
+          db.transaction(() => {
+            db.afterCommit(() => calls.push('rolled back'));
+            throw new Error('undo');
+          }),
+        );
+        assert.deepEqual(calls, ['outside', 'outer', 'inner']);
+      }),
+    );
+
+    it('waits for another connection’s write lock without blocking the event loop', async () => {
+      const path = freshPath();
+      const holder = openSqlite(path, { driver });
+      const waiter = openSqlite(path, { driver, busyTimeoutMs: 5000 });
+      try {
+        holder.exec('CREATE TABLE t (v TEXT)');
+        holder.exec('BEGIN IMMEDIATE');
+        let ticks = 0;
+        const ticker = setInterval(() => ticks++, 1);
+        const write = waiter.transactionAsync(() => waiter.prepare('INSERT INTO t (v) VALUES (?)').run('w'));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        clearInterval(ticker);
+        assert.ok(ticks >= 5, `the event loop ran (${ticks} ticks) while the write waited`);
+        holder.exec('COMMIT');
+        assert.equal((await write).changes, 1);
+        assert.equal(count(waiter), 1);
+      } finally {
+        holder.close();
+        waiter.close();
+      }
+    });
+
+    it('gives up waiting for the write lock after busyTimeoutMs with SQLITE_BUSY', async () => {
+      const path = freshPath();
+      const holder = openSqlite(path, { driver });
+      const waiter = openSqlite(path, { driver, busyTimeoutMs: 30 });
+      try {
+        holder.exec('CREATE TABLE t (v TEXT)');
+        holder.exec('BEGIN IMMEDIATE');
+        await assert.rejects(
+          waiter.transactionAsync(() => 'never'),
+          /database is locked/,
+        );
+        assert.equal(waiter.inTransaction, false);
+        assert.equal(
+          waiter.prepare('PRAGMA busy_timeout').get<{ timeout: number }>()?.timeout,
+          30,
+          'restored',
+        );
+        holder.exec('ROLLBACK');
+      } finally {
+        holder.close();
+        waiter.close();
+      }
+    });
+
+    it('wraps a handle opened by the caller', () => {
+      const raw = openSqlite(freshPath(), { driver });
+      try {
+        const wrapped = wrapSqlite(raw.handle, { busyTimeoutMs: 100 });
+        assert.equal(wrapped.driver, driver);
+        assert.equal(wrapped.busyTimeoutMs, 100);
+        wrapped.exec('CREATE TABLE t (v TEXT)');
+        wrapped.transaction(() => wrapped.prepare('INSERT INTO t (v) VALUES (?)').run('x'));
+        assert.equal(count(raw), 1);
+      } finally {
+        raw.close();
+      }
+    });
+
+    it(
+      'migrates a component once, step by step, and records its version',
+      withDatabase(driver, (db) => {
+        assert.equal(schemaVersion(db, 'demo'), 0);
+        const steps = ['CREATE TABLE demo_a (x)', 'CREATE TABLE demo_b (y)'];
+        migrateSqlite(db, 'demo', steps.slice(0, 1));
+        assert.equal(schemaVersion(db, 'demo'), 1);
+        migrateSqlite(db, 'demo', steps);
+        migrateSqlite(db, 'demo', steps);
+        assert.equal(schemaVersion(db, 'demo'), 2);
+        assert.equal(schemaVersion(db, 'other'), 0);
+        const tables = db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'demo_%' ORDER BY name")
+          .all<{ name: string }>();
+        assert.deepEqual(
+          tables.map((t) => t.name),
+          ['demo_a', 'demo_b'],
+        );
+      }),
+    );
+  });
+}
+
+describe('openSqlite', () => {
+  it('rejects invalid options', () => {
+    assert.throws(() => openSqlite(''), InvalidOptionsError);
+    assert.throws(() => openSqlite(freshPath(), { synchronous: 'SOMETIMES' as 'FULL' }), InvalidOptionsError);
+    assert.throws(() => openSqlite(freshPath(), { busyTimeoutMs: -1 }), InvalidOptionsError);
+    assert.throws(() => openSqlite(freshPath(), { driver: 'sqlite4' as 'auto' }), InvalidOptionsError);
+  });
+
+  it('says why a driver it cannot load is unavailable', () => {
+    const missing = (['node:sqlite', 'better-sqlite3'] as const).find(
+      (driver) => sqliteDriverAvailable(driver) !== true,
+    );
+    if (missing === undefined) return;
+    assert.throws(() => openSqlite(freshPath(), { driver: missing }), SqliteDriverError);
+  });
+
+  it('prefers node:sqlite when this Node has it', () => {
+    const db = openSqlite(freshPath());
+    try {
+      assert.equal(
+        db.driver,
+        sqliteDriverAvailable('node:sqlite') === true ? 'node:sqlite' : 'better-sqlite3',
+      );
+    } finally {
+      db.close();
+    }
+  });
+
+  it('rejects a handle it does not know', () => {
+    assert.throws(() => wrapSqlite({}), SqliteDriverError);
+  });
+});
