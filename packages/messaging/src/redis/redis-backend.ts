@@ -7,11 +7,12 @@
  * idle-time clock per pending entry, so priority and weighted ranks, scheduled and delayed delivery, per-message
  * lock durations with renewal, sessions gated behind their head and dead letters paged by sequence would all
  * need sorted sets and hashes beside the stream anyway, and XAUTOCLAIM sweeps cannot re-rank a message whose
- * lock ran out. With the ranks in a sorted set, a receive of a batch is a ZRANGE + ZREMRANGEBYRANK plus two
- * HMGETs and one variadic write per structure, whatever the batch size. Measured on the 2-core box (loopback
- * Redis 7.0, 1 KiB bodies, duplicate detection on): see the numbers in MEASURED below.
- *
- * MEASURED: filled in from /tmp/redis-bench.
+ * lock ran out. With the ranks in a sorted set, receiving a batch is one ZRANGE, one HMGET of records and
+ * payloads and one variadic write per structure, whatever the batch size. Measured on the 2-core box (loopback
+ * Redis 7.0, 1 KiB bodies, duplicate detection on, best of 3 rounds with other work on the box): bulk add 1000
+ * per call 87 k/s (raw pipelined XADD 150 k/s); receive 50 + complete 50 in one loop 45 k/s, in two loops 61 k/s
+ * (raw XREADGROUP COUNT 100 + XACK 222 k/s); about 9-10 us of server time per message either way. Streams
+ * would be faster only for what they do alone: plain FIFO delivery without any of the semantics above.
  *
  * Topics: the publish script reads the subscription table and evaluates patterns and filters in Lua (a port of
  * routing.ts), so a publish is one atomic call that can never miss a subscription bound before it started, and
@@ -362,6 +363,7 @@ export class RedisMessageBackend implements MessageBackend {
   }
 
   watch(queue: string, listener: () => void): () => void {
+    if (this.#closed) return () => {};
     const channel = this.#channel(queue);
     let listeners = this.#watchers.get(channel);
     if (listeners === undefined) {

@@ -590,7 +590,8 @@ return listing(q, redis.call('ZRANGEBYSCORE', q.base .. 'l', '(' .. ARGV[1], '+i
 `;
 
 const STATS = `
--- KEYS: queue meta. Returns available, scheduled, locked, waiting, dead, live counts and the oldest enqueuedAt.
+-- KEYS: queue meta. Returns available, scheduled, locked, waiting, dead, live counts and the oldest enqueuedAt,
+-- taken from the live message with the lowest sequence (the oldest while senders' clocks move forward).
 local q = open_or_fail()
 local b = q.base
 local oldest = false
