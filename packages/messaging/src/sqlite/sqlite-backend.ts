@@ -132,6 +132,11 @@ const MESSAGE_COLUMNS =
 const SWEEP_EVERY = 64;
 const SWEEP_SIZE = 4 * SWEEP_EVERY;
 
+/** The highest sequence ever used: present, or deleted from the top. */
+const LAST_SEQUENCE =
+  'max(ifnull((SELECT max(sequence) FROM stratus_messages), 0), ' +
+  '(SELECT highest_deleted FROM stratus_sequence))';
+
 /** `rankOf` in SQL, for rows released in bulk; the parameter is the policy's step. Same arithmetic as rankOf. */
 const RANK_FROM_DUE = `due_at + (${MAX_PRIORITY} - priority) * ?`;
 
@@ -146,9 +151,9 @@ const SQL = {
     "SELECT q.signal || ':' || ifnull((SELECT max(sequence) FROM stratus_messages " +
     'WHERE queue = q.id AND dead_at IS NULL), 0) AS signal FROM stratus_queues q WHERE q.name = ?',
   bumpSignal: 'UPDATE stratus_queues SET signal = signal + 1 WHERE id = ?',
-  lastSequence:
-    'SELECT max(ifnull((SELECT max(sequence) FROM stratus_messages), 0), highest_deleted) AS last ' +
-    'FROM stratus_sequence',
+  lastSequence: `SELECT ${LAST_SEQUENCE} AS last`,
+  /** The queue, and the sequence to count on from, in one statement: a single send does little else. */
+  sendQueue: `SELECT id, settings, ${LAST_SEQUENCE} AS last FROM stratus_queues WHERE name = ?`,
   highestSequence: 'SELECT max(sequence) AS highest FROM stratus_messages',
   highestInQueue:
     'SELECT max(ifnull((SELECT max(sequence) FROM stratus_messages WHERE queue = ? AND dead_at IS NULL), 0), ' +
@@ -183,6 +188,13 @@ const SQL = {
   makeDeliverable:
     'UPDATE stratus_messages SET state = ?, available_at = ?, rank = ?, due_at = ?, lock_token = NULL WHERE sequence = ?',
 
+  /** Read without the write lock: is there anything for receive to do? */
+  probe:
+    'SELECT EXISTS (SELECT 1 FROM stratus_messages ' +
+    "WHERE queue = q.id AND state = 'available') AS available, " +
+    "(SELECT min(due_at) FROM stratus_messages WHERE queue = q.id AND state = 'scheduled') AS scheduled, " +
+    "(SELECT min(due_at) FROM stratus_messages WHERE queue = q.id AND state = 'locked') AS locked " +
+    'FROM stratus_queues q WHERE q.name = ?',
   nextDue:
     "SELECT (SELECT min(due_at) FROM stratus_messages WHERE queue = ? AND state = 'scheduled') AS scheduled, " +
     "(SELECT min(due_at) FROM stratus_messages WHERE queue = ? AND state = 'locked') AS locked",
@@ -355,8 +367,10 @@ export class SqliteMessageBackend implements MessageBackend {
   async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
     const db = this.#db();
     return db.transactionAsync(() => {
-      const context = this.#load(queue);
-      const sequences = this.#sequences();
+      const row = db.prepare(SQL.sendQueue).get<QueueRow & { last: number }>(queue);
+      if (row === undefined) throw new UnknownQueueError(queue);
+      const context = this.#context(queue, row);
+      const sequences = this.#sequences(row.last);
       const outcomes = messages.map((message) => this.#store(context, message, now, sequences));
       this.#sweepIds(now);
       this.#finish(context);
@@ -367,6 +381,13 @@ export class SqliteMessageBackend implements MessageBackend {
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
     const db = this.#db();
     const { max, lockMs, now } = request;
+    // An idle queue is answered from a read, so idle consumers never queue up for the write lock.
+    const probe = db.prepare(SQL.probe).get<ProbeRow>(queue);
+    if (probe === undefined) throw new UnknownQueueError(queue);
+    const nextDue = earliest(probe);
+    if (probe.available === 0 && (nextDue === undefined || nextDue > now)) {
+      return { messages: [], nextDueAt: nextDue };
+    }
     return db.transactionAsync(() => {
       const context = this.#load(queue);
       this.#releaseDue(context, now);
@@ -704,6 +725,10 @@ export class SqliteMessageBackend implements MessageBackend {
   #load(name: string): QueueContext {
     const row = this.#db().prepare(SQL.queue).get<QueueRow>(name);
     if (row === undefined) throw new UnknownQueueError(name);
+    return this.#context(name, row);
+  }
+
+  #context(name: string, row: QueueRow): QueueContext {
     return { id: row.id, name, settings: this.#parseSettings(row.settings), wake: false, signal: false };
   }
 
@@ -714,8 +739,8 @@ export class SqliteMessageBackend implements MessageBackend {
   }
 
   /** Hands out sequences for this transaction's new messages, above every sequence ever used. */
-  #sequences(): () => number {
-    let last: number | undefined;
+  #sequences(from?: number): () => number {
+    let last = from;
     return () => {
       last ??= this.database.prepare(SQL.lastSequence).get<{ last: number }>()?.last ?? 0;
       return ++last;
@@ -884,9 +909,7 @@ export class SqliteMessageBackend implements MessageBackend {
   }
 
   #nextDue(context: QueueContext): number | undefined {
-    const due = this.database.prepare(SQL.nextDue).get<DueRow>(context.id, context.id) as DueRow;
-    if (due.scheduled === null) return due.locked ?? undefined;
-    return due.locked === null ? due.scheduled : Math.min(due.scheduled, due.locked);
+    return earliest(this.database.prepare(SQL.nextDue).get<DueRow>(context.id, context.id) as DueRow);
   }
 
   #loadSubscriptions(): Subscription[] {
@@ -941,6 +964,16 @@ interface StatsRow {
 interface DueRow {
   scheduled: number | null;
   locked: number | null;
+}
+
+interface ProbeRow extends DueRow {
+  available: number;
+}
+
+/** When the next scheduled message falls due or lock expires; undefined when there is none. */
+function earliest(due: DueRow): number | undefined {
+  if (due.scheduled === null) return due.locked ?? undefined;
+  return due.locked === null ? due.scheduled : Math.min(due.scheduled, due.locked);
 }
 
 interface Placement {
