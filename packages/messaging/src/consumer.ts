@@ -115,6 +115,8 @@ export class Consumer<T> {
   #loop: Promise<void> | undefined;
   readonly #closeSignal = new AbortController();
   readonly #jobDoneListeners = new Set<() => void>();
+  /** Completions submitted and not yet acknowledged. */
+  readonly #settling = new Set<Promise<void>>();
 
   constructor(
     queue: QueueClient<T>,
@@ -186,7 +188,9 @@ export class Consumer<T> {
     try {
       const lockMs = this.#lockMs ?? (await this.#settings()).lockDurationMs;
       while (!this.#closing) {
-        const capacity = this.#concurrency + this.#prefetch - this.#held.size;
+        const window = this.#concurrency + this.#prefetch;
+        // Completions in flight may overlap one more window of receives, not more: a slow backend slows us down.
+        const capacity = this.#settling.size >= window ? 0 : window - this.#held.size;
         if (capacity <= 0) {
           await this.#idle(Number.POSITIVE_INFINITY, false);
           continue;
@@ -256,20 +260,13 @@ export class Consumer<T> {
 
   async #process(job: Job): Promise<void> {
     const { message, controller } = job;
-    const { messaging } = this.queue;
-    const started = messaging.clock.monotonic();
+    const started = this.queue.messaging.clock.monotonic();
     try {
       await this.#handler(message as ReceivedMessage<T>, {
         signal: controller.signal,
         session: this.#session(message),
       });
-      if (!message.settled) await message.complete();
-      this.#event({
-        type: 'message-completed',
-        messageId: message.id,
-        deliveryCount: message.deliveryCount,
-        durationMs: messaging.clock.monotonic() - started,
-      });
+      if (!message.settled) this.#complete(message, started);
     } catch (error) {
       await this.#failed(job, error);
     } finally {
@@ -280,6 +277,31 @@ export class Consumer<T> {
       this.#signal();
       void this.#pump();
     }
+  }
+
+  /**
+   * Completes in the background: the handler's slot is free at once, so the next receive overlaps this round trip
+   * (completions of many handlers share one through the queue client's group commit).
+   */
+  #complete(message: ReceivedMessage<unknown>, started: number): void {
+    const settling = message.complete().then(
+      () =>
+        this.#event({
+          type: 'message-completed',
+          messageId: message.id,
+          deliveryCount: message.deliveryCount,
+          durationMs: this.queue.messaging.clock.monotonic() - started,
+        }),
+      (error: unknown) => {
+        if (error instanceof MessageLockLostError) this.#event({ type: 'lock-lost', messageId: message.id });
+        else this.#event({ type: 'settle-failed', operation: 'complete', error });
+      },
+    );
+    this.#settling.add(settling);
+    void settling.finally(() => {
+      this.#settling.delete(settling);
+      this.#signal();
+    });
   }
 
   async #failed(job: Job, error: unknown): Promise<void> {
@@ -447,6 +469,7 @@ export class Consumer<T> {
       job.controller.abort(new ConsumerClosedError(name));
       if (await this.#release(job)) released++;
     }
+    await Promise.all(this.#settling);
     if (this.#renewTimer !== undefined) messaging.clock.clearTimeout(this.#renewTimer);
     this.#event({ type: 'consumer-stopped', drained: runningAtClose - stragglers.length, released });
     this.#resolveStopped();

@@ -70,6 +70,9 @@ describe('Messaging: queues', () => {
     await assert.rejects(queue.send(1, { priority: 10 }), { field: 'priority' });
     await assert.rejects(queue.send(1, { priority: 1.5 }), InvalidMessageError);
     await assert.rejects(queue.send(1, { id: '' }), { field: 'id' });
+    await assert.rejects(queue.send(1, { id: 'lone \uD800 surrogate' }), { field: 'id' });
+    await assert.rejects(queue.send(1, { subject: '\uDC00' }), { field: 'subject' });
+    await assert.rejects(queue.send(1, { headers: { k: 'a\uD83D' } }), { field: 'headers.k' });
     await assert.rejects(queue.send(1, { headers: { a: 1 as never } }), { field: 'headers.a' });
     await assert.rejects(queue.send(1, { delayMs: -5 }), { field: 'delayMs' });
     await assert.rejects(queue.send(1, { ttlMs: 0 }), { field: 'ttlMs' });

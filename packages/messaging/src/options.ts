@@ -110,9 +110,15 @@ export function assertTopicName(
   }
 }
 
+/** A lone UTF-16 surrogate: such strings cannot be encoded as UTF-8 (JSON in Redis and PostgreSQL rejects them). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function assertMessageId(id: unknown): asserts id is string {
-  if (typeof id !== 'string' || id.length === 0 || id.length > 256) {
-    throw new InvalidMessageError('id', `expected a string of 1-256 characters, got ${JSON.stringify(id)}`);
+  if (typeof id !== 'string' || id.length === 0 || id.length > 256 || LONE_SURROGATE.test(id)) {
+    throw new InvalidMessageError(
+      'id',
+      `expected a well-formed string of 1-256 characters, got ${JSON.stringify(id)}`,
+    );
   }
 }
 
@@ -131,8 +137,11 @@ export function assertPriority(priority: unknown): asserts priority is number {
 }
 
 export function assertOptionalText(field: string, value: unknown, maxLength = 1024): void {
-  if (value !== undefined && (typeof value !== 'string' || value.length > maxLength)) {
-    throw new InvalidMessageError(field, `expected a string of at most ${maxLength} characters`);
+  if (
+    value !== undefined &&
+    (typeof value !== 'string' || value.length > maxLength || LONE_SURROGATE.test(value))
+  ) {
+    throw new InvalidMessageError(field, `expected a well-formed string of at most ${maxLength} characters`);
   }
 }
 
@@ -142,8 +151,17 @@ export function assertHeaders(headers: unknown): asserts headers is Record<strin
     throw new InvalidMessageError('headers', 'expected an object of string values');
   }
   for (const [name, value] of Object.entries(headers)) {
-    if (name.length === 0 || name.length > 256 || typeof value !== 'string') {
-      throw new InvalidMessageError(`headers.${name}`, 'expected a non-empty name and a string value');
+    if (
+      name.length === 0 ||
+      name.length > 256 ||
+      typeof value !== 'string' ||
+      LONE_SURROGATE.test(name) ||
+      LONE_SURROGATE.test(value)
+    ) {
+      throw new InvalidMessageError(
+        `headers.${name}`,
+        'expected a non-empty name and a string value, both well-formed',
+      );
     }
   }
 }
