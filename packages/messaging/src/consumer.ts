@@ -74,11 +74,41 @@ export class ConsumerClosedError extends StratusError {
   }
 }
 
-interface Job {
+/**
+ * A held message. Its abort signal is created only if the handler reads it: most handlers never do, and an
+ * AbortController per message is a measurable share of a no-op handler's cost.
+ */
+class Job {
   readonly message: ReceivedMessage<unknown>;
-  readonly controller: AbortController;
   readonly receivedAt: number;
-  running: boolean;
+  running = false;
+  #controller: AbortController | undefined;
+  #abortReason: unknown;
+  #aborted = false;
+
+  constructor(message: ReceivedMessage<unknown>, receivedAt: number) {
+    this.message = message;
+    this.receivedAt = receivedAt;
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#abortReason);
+    }
+    return this.#controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#abortReason = reason;
+    this.#controller?.abort(reason);
+  }
 }
 
 const RECEIVE_RETRY = exponentialBackoff({ initialMs: 100, maxMs: 5000, jitter: 'equal' });
@@ -218,7 +248,7 @@ export class Consumer<T> {
         const receivedAt = messaging.clock.monotonic();
         const accepted = await this.queue.accept(result.messages);
         for (const message of accepted) {
-          const job: Job = { message, controller: new AbortController(), receivedAt, running: false };
+          const job = new Job(message, receivedAt);
           this.#held.add(job);
           this.#buffer.push(job);
         }
@@ -259,12 +289,14 @@ export class Consumer<T> {
   }
 
   async #process(job: Job): Promise<void> {
-    const { message, controller } = job;
+    const { message } = job;
     const started = this.queue.messaging.clock.monotonic();
     try {
       await this.#handler(message as ReceivedMessage<T>, {
-        signal: controller.signal,
-        session: this.#session(message),
+        get signal() {
+          return job.signal;
+        },
+        session: message.sessionId === undefined ? undefined : this.#session(message),
       });
       if (!message.settled) this.#complete(message, started);
     } catch (error) {
@@ -305,13 +337,13 @@ export class Consumer<T> {
   }
 
   async #failed(job: Job, error: unknown): Promise<void> {
-    const { message, controller } = job;
+    const { message } = job;
     if (error instanceof MessageLockLostError) {
       this.#event({ type: 'lock-lost', messageId: message.id });
       return;
     }
     // Shutdown already gave this message back; a handler that settled it itself owns that outcome.
-    if (message.settled || (this.#closing && controller.signal.aborted)) return;
+    if (message.settled || (this.#closing && job.aborted)) return;
     try {
       const settings = await this.#settings();
       if (message.deliveryCount >= settings.maxDeliveryCount) {
@@ -378,7 +410,7 @@ export class Consumer<T> {
     for (const job of this.#held) {
       if (job.message.settled || job.message.lockedUntil - now > lockMs / 2) continue;
       if (monotonic - job.receivedAt < this.#maxRenewMs) due.push(job);
-      else if (job.message.lockedUntil <= now && !job.controller.signal.aborted) this.#lockLost(job);
+      else if (job.message.lockedUntil <= now && !job.aborted) this.#lockLost(job);
     }
     if (due.length === 0) return;
     let renewed: (number | undefined)[];
@@ -406,7 +438,7 @@ export class Consumer<T> {
   /** The message may be handed to another consumer now: stop working on it. */
   #lockLost(job: Job): void {
     this.#event({ type: 'lock-lost', messageId: job.message.id });
-    job.controller.abort(new MessageLockLostError(this.queue.name, job.message.id));
+    job.abort(new MessageLockLostError(this.queue.name, job.message.id));
     if (!job.running) this.#held.delete(job);
   }
 
@@ -466,7 +498,7 @@ export class Consumer<T> {
     }
     const stragglers = [...this.#held];
     for (const job of stragglers) {
-      job.controller.abort(new ConsumerClosedError(name));
+      job.abort(new ConsumerClosedError(name));
       if (await this.#release(job)) released++;
     }
     await Promise.all(this.#settling);
