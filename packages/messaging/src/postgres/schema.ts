@@ -60,6 +60,10 @@ function firstMigration(schema: string): string {
   const lockSessions = (keys: string) => `
     PERFORM pg_advisory_xact_lock(q.id, l.k)
     FROM (SELECT DISTINCT hashtext(s) AS k FROM unnest(${keys}) AS s WHERE s IS NOT NULL ORDER BY 1) AS l;`;
+  // The functions called by the backend never scan a whole table: a plan cached while the tables were small (a
+  // fresh install) would otherwise keep sequentially scanning them after they grew, until the next ANALYZE.
+  // Every statement has an index that serves it; this keeps the planner on them whatever the statistics.
+  const entryPoint = 'LANGUAGE plpgsql SET enable_seqscan = off AS $$';
   // Shared by publish, exclusive for subscribe: a constant key per schema in the single-bigint lock space.
   const topicLock = advisoryKey(`topics:${schema}`);
 
@@ -95,24 +99,24 @@ CREATE TABLE ${S}.messages (
   priority smallint NOT NULL,
   -- The session id when the queue orders sessions (gating key); the sessionId property itself is in props.
   session_key text,
+  enqueued_at float8 NOT NULL,
   expires_at float8,
   dead_at float8,
   dead_reason text,
   dead_description text,
-  PRIMARY KEY (queue_id, sequence),
+  -- Keyed by sequence alone (unique across queues): lookups of known messages then have no index to choose but
+  -- this one, whatever the statistics say (a fresh table's generic plans would otherwise scan the whole queue).
+  PRIMARY KEY (sequence),
   CONSTRAINT messages_locked_token CHECK ((state = 'locked') = (lock_token IS NOT NULL))
 ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01,
         autovacuum_vacuum_cost_delay = 0);
 
 -- What was sent, written once: kept apart so that state transitions do not copy the body.
 CREATE TABLE ${S}.payloads (
-  queue_id int NOT NULL,
-  sequence bigint NOT NULL,
-  enqueued_at float8 NOT NULL,
+  sequence bigint PRIMARY KEY,
   id text NOT NULL,
   props json,
-  body bytea NOT NULL,
-  PRIMARY KEY (queue_id, sequence)
+  body bytea NOT NULL
 ) WITH (autovacuum_vacuum_scale_factor = 0.02);
 
 -- receive: the available messages in delivery order.
@@ -122,6 +126,8 @@ CREATE INDEX messages_due ON ${S}.messages (queue_id, ${due('')}) WHERE state IN
 -- session gating and promotion.
 CREATE INDEX messages_session ON ${S}.messages (queue_id, session_key, sequence)
   WHERE session_key IS NOT NULL AND state <> 'dead';
+-- peek and stats: what is not dead, in sequence order.
+CREATE INDEX messages_live ON ${S}.messages (queue_id, sequence) WHERE state <> 'dead';
 -- dead-letter listing, resend and purge.
 CREATE INDEX messages_dead ON ${S}.messages (queue_id, sequence) WHERE state = 'dead';
 
@@ -201,23 +207,27 @@ $$;
 CREATE FUNCTION ${S}.advance_sessions(q ${S}.queues, p_keys text[], p_now float8) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-  promoted int;
+  v_key text;
+  promoted int := 0;
+  one int;
 BEGIN
   ${lockSessions('p_keys')}
-  WITH next AS (
-    SELECT DISTINCT ON (w.session_key) w.sequence FROM ${S}.messages w
-    WHERE w.queue_id = q.id AND w.session_key = ANY (p_keys) AND w.state = 'waiting'
-      AND NOT EXISTS (
-        SELECT 1 FROM ${S}.messages h
-        WHERE h.queue_id = q.id AND h.session_key = w.session_key AND h.state IN ('available', 'scheduled', 'locked'))
-    ORDER BY w.session_key, w.sequence
-  )
-  UPDATE ${S}.messages m SET
-    state = CASE WHEN m.available_at > p_now THEN 'scheduled' ELSE 'available' END,
-    available_at = greatest(m.available_at, p_now),
-    rank = ${rank('greatest(m.available_at, p_now)', 'm.priority')}
-  FROM next WHERE m.queue_id = q.id AND m.sequence = next.sequence;
-  GET DIAGNOSTICS promoted = ROW_COUNT;
+  -- One session at a time, so that every lookup is an index probe on (queue, session) whatever the statistics.
+  FOREACH v_key IN ARRAY p_keys LOOP
+    CONTINUE WHEN EXISTS (
+      SELECT 1 FROM ${S}.messages h
+      WHERE h.queue_id = q.id AND h.session_key = v_key AND h.state IN ('available', 'scheduled', 'locked'));
+    UPDATE ${S}.messages m SET
+      state = CASE WHEN m.available_at > p_now THEN 'scheduled' ELSE 'available' END,
+      available_at = greatest(m.available_at, p_now),
+      rank = ${rank('greatest(m.available_at, p_now)', 'm.priority')}
+    WHERE m.queue_id = q.id AND m.sequence = (
+      SELECT w.sequence FROM ${S}.messages w
+      WHERE w.queue_id = q.id AND w.session_key = v_key AND w.state = 'waiting'
+      ORDER BY w.sequence LIMIT 1);
+    GET DIAGNOSTICS one = ROW_COUNT;
+    promoted := promoted + one;
+  END LOOP;
   IF promoted > 0 THEN
     PERFORM pg_notify(${channel}, q.name);
   END IF;
@@ -259,21 +269,25 @@ BEGIN
     SELECT i.*, nextval('${S}.message_sequence') AS sequence FROM input i
     WHERE q.duplicate_window_ms <= 0 OR (i.copy = 1 AND i.id IN (SELECT c.id FROM claimed c))
     ORDER BY i.ord
+  ), busy AS (
+    -- Sessions that already have a message; = ANY keeps this an index probe whatever the statistics.
+    SELECT DISTINCT m.session_key FROM ${S}.messages m
+    WHERE q.sessions AND m.queue_id = q.id AND m.session_key = ANY (p_session_ids) AND m.state <> 'dead'
   ), gated AS (
     SELECT a.*, a.session_key IS NOT NULL AND (
         row_number() OVER (PARTITION BY a.session_key ORDER BY a.ord) > 1
-        OR EXISTS (SELECT 1 FROM ${S}.messages m
-                   WHERE m.queue_id = q.id AND m.session_key = a.session_key AND m.state <> 'dead')) AS waits
+        OR a.session_key IN (SELECT b.session_key FROM busy b)) AS waits
     FROM accepted a
   ), inserted AS (
-    INSERT INTO ${S}.messages (queue_id, sequence, state, rank, available_at, priority, session_key, expires_at)
+    INSERT INTO ${S}.messages (queue_id, sequence, state, rank, available_at, priority, session_key, enqueued_at,
+      expires_at)
     SELECT q.id, g.sequence,
       CASE WHEN g.waits THEN 'waiting' WHEN g.available_at > g.now THEN 'scheduled' ELSE 'available' END,
-      ${rank('g.available_at', 'g.priority')}, g.available_at, g.priority, g.session_key, g.expires_at
+      ${rank('g.available_at', 'g.priority')}, g.available_at, g.priority, g.session_key, g.now, g.expires_at
     FROM gated g
   ), stored AS (
-    INSERT INTO ${S}.payloads (queue_id, sequence, enqueued_at, id, props, body)
-    SELECT q.id, a.sequence, a.now, a.id, a.props, a.body FROM accepted a
+    INSERT INTO ${S}.payloads (sequence, id, props, body)
+    SELECT a.sequence, a.id, a.props, a.body FROM accepted a
   )
   SELECT a.ord, a.sequence FROM accepted a;
   IF FOUND THEN
@@ -285,7 +299,7 @@ $$;
 CREATE FUNCTION ${S}.send(p_queue text, p_nows float8[], p_ids text[], p_bodies bytea[], p_props json[],
   p_priorities smallint[], p_session_ids text[], p_available_ats float8[], p_expires_ats float8[])
 RETURNS TABLE (ord int, sequence bigint)
-LANGUAGE plpgsql AS $$
+${entryPoint}
 #variable_conflict use_column
 DECLARE
   q ${S}.queues;
@@ -312,7 +326,7 @@ CREATE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_
 RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
   available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
   next_due_at float8)
-LANGUAGE plpgsql AS $$
+${entryPoint}
 #variable_conflict use_column
 DECLARE
   q ${S}.queues;
@@ -410,16 +424,18 @@ BEGIN
   END LOOP;
 
   RETURN QUERY
-  SELECT l.slot, m.sequence, b.id, b.body, b.props, m.priority, b.enqueued_at, m.available_at, m.expires_at,
+  SELECT l.slot, m.sequence, b.id, b.body, b.props, m.priority, m.enqueued_at, m.available_at, m.expires_at,
     m.delivery_count, m.lock_token, m.locked_until, NULL::float8
   FROM unnest(locked_sequences, locked_slots) WITH ORDINALITY AS l(sequence, slot, ord)
-  JOIN ${S}.messages m ON m.queue_id = q.id AND m.sequence = l.sequence
-  JOIN ${S}.payloads b ON b.queue_id = q.id AND b.sequence = l.sequence
+  JOIN ${S}.messages m ON m.sequence = l.sequence
+  JOIN ${S}.payloads b ON b.sequence = l.sequence
+  WHERE m.queue_id = q.id AND m.sequence = ANY (locked_sequences)
+    AND b.sequence = ANY (locked_sequences)
   ORDER BY l.ord;
   -- Slots that got nothing: one row each carrying only when to look again (none when nothing is pending).
   IF cardinality(locked_sequences) < (SELECT sum(n) FROM unnest(p_maxes) AS n) THEN
-    SELECT min(${due('')}) INTO v_next_due FROM ${S}.messages
-    WHERE queue_id = q.id AND state IN ('scheduled', 'locked');
+    SELECT ${due('')} INTO v_next_due FROM ${S}.messages
+    WHERE queue_id = q.id AND state IN ('scheduled', 'locked') ORDER BY ${due('')} LIMIT 1;
     IF v_next_due IS NOT NULL THEN
       RETURN QUERY
       SELECT e.slot::int, NULL::bigint, NULL::text, NULL::bytea, NULL::json, NULL::smallint, NULL::float8,
@@ -436,7 +452,7 @@ $$;
 -- held by that delivery; not restating state = 'locked' keeps the planner off the partial index of due messages.
 CREATE FUNCTION ${S}.renew(p_queue text, p_sequences bigint[], p_tokens uuid[], p_lock_ms float8, p_now float8)
 RETURNS TABLE (lock_token uuid, locked_until float8)
-LANGUAGE plpgsql AS $$
+${entryPoint}
 #variable_conflict use_column
 DECLARE
   q ${S}.queues;
@@ -452,7 +468,7 @@ $$;
 -- Deletes the messages of the given deliveries; returns the tokens that still held them. p_nows: per token.
 CREATE FUNCTION ${S}.complete(p_queue text, p_sequences bigint[], p_tokens uuid[], p_nows float8[])
 RETURNS SETOF uuid
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   q ${S}.queues;
   done uuid[];
@@ -465,7 +481,7 @@ BEGIN
     WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.lock_token = ANY (p_tokens)
     RETURNING m.sequence, m.lock_token, m.session_key
   ), unstored AS (
-    DELETE FROM ${S}.payloads b WHERE b.queue_id = q.id AND b.sequence = ANY (ARRAY(SELECT g.sequence FROM gone g))
+    DELETE FROM ${S}.payloads b WHERE b.sequence = ANY (ARRAY(SELECT g.sequence FROM gone g))
   )
   SELECT array_agg(g.lock_token), array_agg(g.session_key) FILTER (WHERE g.session_key IS NOT NULL),
     max(p_nows[array_position(p_tokens, g.lock_token)]) FILTER (WHERE g.session_key IS NOT NULL)
@@ -480,7 +496,7 @@ $$;
 
 CREATE FUNCTION ${S}.abandon(p_queue text, p_sequence bigint, p_token uuid, p_delay_ms float8, p_now float8)
 RETURNS boolean
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   q ${S}.queues;
   new_state text;
@@ -514,7 +530,7 @@ $$;
 CREATE FUNCTION ${S}.dead_letter(p_queue text, p_sequence bigint, p_token uuid, p_reason text,
   p_description text, p_now float8)
 RETURNS boolean
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   q ${S}.queues;
   v_key text;
@@ -539,34 +555,34 @@ CREATE FUNCTION ${S}.list_messages(p_queue text, p_dead boolean, p_after bigint,
 RETURNS TABLE (sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
   available_at float8, expires_at float8, delivery_count int, state text, dead_reason text,
   dead_description text, dead_at float8)
-LANGUAGE plpgsql AS $$
+${entryPoint}
 #variable_conflict use_column
 DECLARE
   q ${S}.queues;
+  page bigint[];
 BEGIN
   ${lookupQueue('p_queue')}
-  -- Two statements, so that each can use its index (dead letters have their own).
+  -- The page first (two statements, so that each can use its index: dead letters have their own), then its
+  -- rows and payloads by primary key.
   IF p_dead THEN
-    RETURN QUERY
-    SELECT m.sequence, b.id, b.body, b.props, m.priority, b.enqueued_at, m.available_at, m.expires_at,
-      m.delivery_count, m.state, m.dead_reason, m.dead_description, m.dead_at
-    FROM ${S}.messages m JOIN ${S}.payloads b ON b.queue_id = m.queue_id AND b.sequence = m.sequence
-    WHERE m.queue_id = q.id AND m.state = 'dead' AND m.sequence > p_after
-    ORDER BY m.sequence LIMIT p_limit;
+    page := ARRAY(SELECT m.sequence FROM ${S}.messages m
+      WHERE m.queue_id = q.id AND m.state = 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit);
   ELSE
-    RETURN QUERY
-    SELECT m.sequence, b.id, b.body, b.props, m.priority, b.enqueued_at, m.available_at, m.expires_at,
-      m.delivery_count, m.state, m.dead_reason, m.dead_description, m.dead_at
-    FROM ${S}.messages m JOIN ${S}.payloads b ON b.queue_id = m.queue_id AND b.sequence = m.sequence
-    WHERE m.queue_id = q.id AND m.state <> 'dead' AND m.sequence > p_after
-    ORDER BY m.sequence LIMIT p_limit;
+    page := ARRAY(SELECT m.sequence FROM ${S}.messages m
+      WHERE m.queue_id = q.id AND m.state <> 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit);
   END IF;
+  RETURN QUERY
+  SELECT m.sequence, b.id, b.body, b.props, m.priority, m.enqueued_at, m.available_at, m.expires_at,
+    m.delivery_count, m.state, m.dead_reason, m.dead_description, m.dead_at
+  FROM ${S}.messages m JOIN ${S}.payloads b ON b.sequence = m.sequence
+  WHERE m.queue_id = q.id AND m.sequence = ANY (page) AND b.sequence = ANY (page)
+  ORDER BY m.sequence;
 END
 $$;
 
 CREATE FUNCTION ${S}.stats(p_queue text)
 RETURNS TABLE (available bigint, scheduled bigint, locked bigint, waiting bigint, dead bigint, oldest float8)
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   q ${S}.queues;
 BEGIN
@@ -574,14 +590,13 @@ BEGIN
   RETURN QUERY
   SELECT count(*) FILTER (WHERE m.state = 'available'), count(*) FILTER (WHERE m.state = 'scheduled'),
     count(*) FILTER (WHERE m.state = 'locked'), count(*) FILTER (WHERE m.state = 'waiting'),
-    count(*) FILTER (WHERE m.state = 'dead'), min(b.enqueued_at) FILTER (WHERE m.state <> 'dead')
-  FROM ${S}.messages m JOIN ${S}.payloads b ON b.queue_id = m.queue_id AND b.sequence = m.sequence
-  WHERE m.queue_id = q.id;
+    (SELECT count(*) FROM ${S}.messages d WHERE d.queue_id = q.id AND d.state = 'dead'), min(m.enqueued_at)
+  FROM ${S}.messages m WHERE m.queue_id = q.id AND m.state <> 'dead';
 END
 $$;
 
 CREATE FUNCTION ${S}.resend(p_queue text, p_sequences bigint[], p_now float8) RETURNS int
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   q ${S}.queues;
   keys text[];
@@ -596,11 +611,13 @@ BEGIN
   IF keys IS NOT NULL THEN
     ${lockSessions('keys')}
   END IF;
-  WITH target AS (
+  WITH busy AS (
+    SELECT DISTINCT h.session_key FROM ${S}.messages h
+    WHERE h.queue_id = q.id AND h.session_key = ANY (keys) AND h.state <> 'dead'
+  ), target AS (
     SELECT m.sequence, m.session_key IS NOT NULL AND (
         row_number() OVER (PARTITION BY m.session_key ORDER BY m.sequence) > 1
-        OR EXISTS (SELECT 1 FROM ${S}.messages h
-                   WHERE h.queue_id = q.id AND h.session_key = m.session_key AND h.state <> 'dead')) AS waits
+        OR m.session_key IN (SELECT b.session_key FROM busy b)) AS waits
     FROM ${S}.messages m
     WHERE m.queue_id = q.id AND m.sequence = ANY (p_sequences) AND m.state = 'dead'
   )
@@ -618,7 +635,7 @@ END
 $$;
 
 CREATE FUNCTION ${S}.purge(p_queue text, p_sequences bigint[]) RETURNS int
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   q ${S}.queues;
   purged int;
@@ -629,7 +646,7 @@ BEGIN
     WHERE m.queue_id = q.id AND m.state = 'dead' AND (p_sequences IS NULL OR m.sequence = ANY (p_sequences))
     RETURNING m.sequence
   ), unstored AS (
-    DELETE FROM ${S}.payloads b WHERE b.queue_id = q.id AND b.sequence = ANY (ARRAY(SELECT g.sequence FROM gone g))
+    DELETE FROM ${S}.payloads b WHERE b.sequence = ANY (ARRAY(SELECT g.sequence FROM gone g))
   )
   SELECT count(*) INTO purged FROM gone;
   RETURN purged;
@@ -663,7 +680,7 @@ END
 $$;
 
 CREATE FUNCTION ${S}.delete_queue(p_queue text) RETURNS boolean
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   gone int;
 BEGIN
@@ -671,8 +688,8 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
+  DELETE FROM ${S}.payloads WHERE sequence = ANY (ARRAY(SELECT sequence FROM ${S}.messages WHERE queue_id = gone));
   DELETE FROM ${S}.messages WHERE queue_id = gone;
-  DELETE FROM ${S}.payloads WHERE queue_id = gone;
   DELETE FROM ${S}.dedup WHERE queue_id = gone;
   DELETE FROM ${S}.sessions WHERE queue_id = gone;
   DELETE FROM ${S}.subscriptions WHERE queue_id = gone;
@@ -699,7 +716,7 @@ $$;
 CREATE FUNCTION ${S}.subscribe(p_queue text, p_topics text[], p_patterns text[], p_filter jsonb, p_since float8,
   p_now float8)
 RETURNS void
-LANGUAGE plpgsql AS $$
+${entryPoint}
 DECLARE
   q ${S}.queues;
   r record;
@@ -733,7 +750,7 @@ $$;
 CREATE FUNCTION ${S}.publish(p_topic text, p_ids text[], p_bodies bytea[], p_props json[], p_priorities smallint[],
   p_session_ids text[], p_available_ats float8[], p_expires_ats float8[], p_now float8)
 RETURNS TABLE (ord int, queue text)
-LANGUAGE plpgsql AS $$
+${entryPoint}
 #variable_conflict use_column
 DECLARE
   t ${S}.topics;
