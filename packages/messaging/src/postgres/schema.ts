@@ -56,7 +56,7 @@ function firstMigration(schema: string): string {
     IF NOT FOUND THEN
       RAISE EXCEPTION 'unknown queue %', ${name} USING ERRCODE = '${UNKNOWN_QUEUE_SQLSTATE}';
     END IF;`;
-  // One advisory lock per (queue, session), taken in key order so that two transactions never wait on each other.
+  // One advisory lock per (queue, session), taken in key order so that transactions taking several never deadlock.
   const lockSessions = (keys: string) => `
     PERFORM pg_advisory_xact_lock(q.id, l.k)
     FROM (SELECT DISTINCT hashtext(s) AS k FROM unnest(${keys}) AS s WHERE s IS NOT NULL ORDER BY 1) AS l;`;
@@ -309,9 +309,8 @@ BEGIN
     p_session_ids, p_available_ats, p_expires_ats, NULL) AS e;
   -- Housekeeping: now and then, forget ids whose window has passed (a stale claim is reclaimed anyway).
   IF q.duplicate_window_ms > 0 AND random() < 0.01 THEN
-    DELETE FROM ${S}.dedup d WHERE (d.queue_id, d.id) IN (
-      SELECT x.queue_id, x.id FROM ${S}.dedup x WHERE x.expires_at <= p_nows[1]
-      LIMIT 1000 FOR UPDATE SKIP LOCKED);
+    DELETE FROM ${S}.dedup WHERE ctid = ANY (ARRAY(
+      SELECT x.ctid FROM ${S}.dedup x WHERE x.expires_at <= p_nows[1] LIMIT 1000 FOR UPDATE SKIP LOCKED));
   END IF;
 END
 $$;
