@@ -2,12 +2,12 @@
  * The messaging tables, as migrations for `migrateSqlite(database, 'messaging', MESSAGING_MIGRATIONS)`.
  *
  * A commit costs about one WAL page write per B-tree page it changes, so the layout keeps that number small:
- * - a message's sequence is its rowid, and every index on a rowid table ends with the rowid, so `(queue)`
- *   already orders a queue's messages by sequence and `(queue, rank)` breaks rank ties by sequence;
- * - the partial indexes hold only the rows their query reads: a send touches the table, `live` and
- *   `available` (or `scheduled`/`waiting`); a lock moves a row from `available` to `locked`; a complete leaves
- *   the table, `live` and `locked`. `dead_at IS NULL` rather than a state test keeps `live` out of the
- *   lock/unlock path (SQLite rewrites a partial index only when a column its condition reads changes);
+ * - a message's sequence is its rowid, and each queue owns the range [id * 2^32, id * 2^32 + 2^32): the table
+ *   itself is ordered by (queue, sequence), so peeking, the oldest message and the highest sequence need no
+ *   index, and every index ends with the rowid, so `(queue, rank)` breaks rank ties by sequence;
+ * - the partial indexes hold only the rows their query reads: a send touches the table and `available` (or
+ *   `scheduled`/`waiting`); a lock moves a row from `available` to `locked`; a complete leaves the table and
+ *   `locked`;
  * - lock tokens embed the sequence, so settling needs no token index;
  * - duplicate ids have no expiry index (it would cost a page per send, and pruning two more): the backend sweeps
  *   the table in key order a slice at a time.
@@ -18,14 +18,12 @@ export const MESSAGING_MIGRATIONS: readonly string[] = [
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
     settings TEXT NOT NULL,
+    -- Sequences only grow: a new message gets one above both the highest present and the highest deleted.
+    highest_deleted INTEGER NOT NULL DEFAULT 0,
     -- Bumped when messages become available other than by being sent (abandon, resend, next in session), for
     -- watchers in other processes; sends show as a new highest sequence.
     signal INTEGER NOT NULL DEFAULT 0
   );
-
-  -- Sequences only grow: a new message gets one above both the highest present and the highest ever deleted.
-  CREATE TABLE stratus_sequence (highest_deleted INTEGER NOT NULL);
-  INSERT INTO stratus_sequence (highest_deleted) VALUES (0);
 
   CREATE TABLE stratus_messages (
     sequence INTEGER PRIMARY KEY,
@@ -56,7 +54,6 @@ export const MESSAGING_MIGRATIONS: readonly string[] = [
     -- Last, so the columns above stay on the row's first page.
     body BLOB NOT NULL
   );
-  CREATE INDEX stratus_messages_live ON stratus_messages (queue) WHERE dead_at IS NULL;
   CREATE INDEX stratus_messages_dead ON stratus_messages (queue) WHERE dead_at IS NOT NULL;
   CREATE INDEX stratus_messages_available ON stratus_messages (queue, rank) WHERE state = 'available';
   CREATE INDEX stratus_messages_scheduled ON stratus_messages (queue, due_at) WHERE state = 'scheduled';

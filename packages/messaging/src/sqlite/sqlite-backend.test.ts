@@ -84,7 +84,7 @@ describe('SQLite message backend', () => {
     }
   });
 
-  it('never reuses a sequence, even after the highest message is completed', async () => {
+  it('never reuses a sequence of a queue, even after its highest message is completed or purged', async () => {
     const path = freshPath();
     const backend = sqliteMessageBackend({ path });
     try {
@@ -94,8 +94,9 @@ describe('SQLite message backend', () => {
       await backend.complete('q', [messages[0]?.lockToken as string], T0);
       const [second] = await backend.send('q', [{ id: 'b', body: body('b') }], T0);
       assert.ok((second?.sequence as number) > (first?.sequence as number));
-      await backend.deleteQueue('q');
-      await backend.putQueue('q', settings);
+      const { messages: more } = await backend.receive('q', { max: 1, lockMs: 1000, now: T0 });
+      await backend.deadLetter('q', more[0]?.lockToken as string, 'x', undefined, T0);
+      assert.equal(await backend.purgeDeadLetters('q', undefined), 1);
       const [third] = await backend.send('q', [{ id: 'c', body: body('c') }], T0);
       assert.ok((third?.sequence as number) > (second?.sequence as number));
     } finally {

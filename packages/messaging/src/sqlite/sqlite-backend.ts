@@ -53,6 +53,22 @@ export interface SqliteMessageBackendOptions {
   watchIntervalMs?: number;
 }
 
+/** Queue ids are limited (each owns a range of 2^32 sequences below 2^53): this many queues exist already. */
+export class TooManyQueuesError extends StratusError {
+  constructor(max: number) {
+    super('ERR_STRATUS_TOO_MANY_QUEUES', `A SQLite message database holds at most ${max} queues at a time`);
+  }
+}
+
+/** The queue used up its 2^32 sequences; deleting and recreating it starts a new range. */
+export class QueueFullError extends StratusError {
+  readonly queue: string;
+  constructor(queue: string) {
+    super('ERR_STRATUS_QUEUE_FULL', `Queue "${queue}" has used all of its ${QUEUE_RANGE} sequences`);
+    this.queue = queue;
+  }
+}
+
 /** The backend was closed; it no longer touches its database. */
 export class BackendClosedError extends StratusError {
   constructor(kind: string) {
@@ -70,6 +86,11 @@ interface QueueContext {
   readonly id: number;
   readonly name: string;
   readonly settings: QueueSettings;
+  /** The queue's sequence range (inclusive). */
+  readonly first: number;
+  readonly last: number;
+  /** The last sequence handed out in this transaction; read on first use. */
+  sequence: number | undefined;
   /** Messages were sent: wake this process's watchers after commit (other processes see a new sequence). */
   wake: boolean;
   /** Messages became available otherwise: also bump the queue's signal for watchers in other processes. */
@@ -132,37 +153,44 @@ const MESSAGE_COLUMNS =
 const SWEEP_EVERY = 64;
 const SWEEP_SIZE = 4 * SWEEP_EVERY;
 
-/** The highest sequence ever used: present, or deleted from the top. */
+/** Each queue's messages have the sequences (rowids) [id * QUEUE_RANGE, (id + 1) * QUEUE_RANGE). */
+const QUEUE_RANGE = 2 ** 32;
+/** Sequences stay below 2^53 (exact as JavaScript numbers). */
+const MAX_QUEUE_ID = 2 ** 21 - 1;
+const FIRST = `q.id * ${QUEUE_RANGE}`;
+const LAST = `q.id * ${QUEUE_RANGE} + ${QUEUE_RANGE - 1}`;
+/** The highest sequence queue `q` ever used: present, or deleted from the top (its range's start if none). */
 const LAST_SEQUENCE =
-  'max(ifnull((SELECT max(sequence) FROM stratus_messages), 0), ' +
-  '(SELECT highest_deleted FROM stratus_sequence))';
+  `max(ifnull((SELECT max(sequence) FROM stratus_messages WHERE sequence BETWEEN ${FIRST} AND ${LAST}), ` +
+  `${FIRST}), q.highest_deleted)`;
 
 /** `rankOf` in SQL, for rows released in bulk; the parameter is the policy's step. Same arithmetic as rankOf. */
 const RANK_FROM_DUE = `due_at + (${MAX_PRIORITY} - priority) * ?`;
 
 const SQL = {
   queue: 'SELECT id, settings FROM stratus_queues WHERE name = ?',
-  putQueue:
-    'INSERT INTO stratus_queues (name, settings) VALUES (?, ?) ' +
-    'ON CONFLICT (name) DO UPDATE SET settings = excluded.settings',
+  updateQueue: 'UPDATE stratus_queues SET settings = ? WHERE name = ?',
+  /** The lowest free queue id, so ids (and with them sequence ranges) stay few however many queues come and go. */
+  freeQueueId:
+    'SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM stratus_queues WHERE id = 1) THEN 1 ELSE ' +
+    '(SELECT min(id) + 1 FROM stratus_queues q WHERE NOT EXISTS ' +
+    '(SELECT 1 FROM stratus_queues r WHERE r.id = q.id + 1)) END AS id',
+  insertQueue: 'INSERT INTO stratus_queues (id, name, settings) VALUES (?, ?, ?)',
   listQueues: 'SELECT name FROM stratus_queues',
   /** What a watcher in another process compares: the signal, and the highest sequence (moved by sends). */
   queueSignal:
     "SELECT q.signal || ':' || ifnull((SELECT max(sequence) FROM stratus_messages " +
-    'WHERE queue = q.id AND dead_at IS NULL), 0) AS signal FROM stratus_queues q WHERE q.name = ?',
+    `WHERE sequence BETWEEN ${FIRST} AND ${LAST}), 0) AS signal FROM stratus_queues q WHERE q.name = ?`,
   bumpSignal: 'UPDATE stratus_queues SET signal = signal + 1 WHERE id = ?',
-  lastSequence: `SELECT ${LAST_SEQUENCE} AS last`,
+  lastSequence: `SELECT ${LAST_SEQUENCE} AS last FROM stratus_queues q WHERE q.id = ?`,
   /** The queue, and the sequence to count on from, in one statement: a single send does little else. */
-  sendQueue: `SELECT id, settings, ${LAST_SEQUENCE} AS last FROM stratus_queues WHERE name = ?`,
-  highestSequence: 'SELECT max(sequence) AS highest FROM stratus_messages',
-  highestInQueue:
-    'SELECT max(ifnull((SELECT max(sequence) FROM stratus_messages WHERE queue = ? AND dead_at IS NULL), 0), ' +
-    'ifnull((SELECT max(sequence) FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL), 0)) AS highest',
+  sendQueue: `SELECT q.id, q.settings, ${LAST_SEQUENCE} AS last FROM stratus_queues q WHERE q.name = ?`,
+  highestSequence: 'SELECT max(sequence) AS highest FROM stratus_messages WHERE sequence BETWEEN ? AND ?',
   highestDead:
     'SELECT max(sequence) AS highest FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL',
-  rememberDeleted: 'UPDATE stratus_sequence SET highest_deleted = ? WHERE highest_deleted < ?',
+  rememberDeleted: 'UPDATE stratus_queues SET highest_deleted = ? WHERE id = ? AND highest_deleted < ?',
   deleteQueue: 'DELETE FROM stratus_queues WHERE id = ?',
-  deleteLive: 'DELETE FROM stratus_messages WHERE queue = ? AND dead_at IS NULL',
+  deleteMessages: 'DELETE FROM stratus_messages WHERE sequence BETWEEN ? AND ?',
   deleteDead: 'DELETE FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL',
   deleteDuplicates: 'DELETE FROM stratus_duplicates WHERE queue = ?',
   deleteSessions: 'DELETE FROM stratus_sessions WHERE queue = ?',
@@ -231,7 +259,7 @@ const SQL = {
 
   peek:
     `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
-    'WHERE queue = ? AND dead_at IS NULL AND sequence > ? ORDER BY sequence LIMIT ?',
+    'WHERE sequence > ? AND sequence <= ? AND dead_at IS NULL ORDER BY sequence LIMIT ?',
   deadLetters:
     `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
     'WHERE queue = ? AND dead_at IS NOT NULL AND sequence > ? ORDER BY sequence LIMIT ?',
@@ -248,8 +276,8 @@ const SQL = {
     "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'locked') AS locked, " +
     "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'waiting') AS waiting, " +
     '(SELECT count(*) FROM stratus_messages WHERE queue = ? AND dead_at IS NOT NULL) AS dead, ' +
-    '(SELECT enqueued_at FROM stratus_messages WHERE queue = ? AND dead_at IS NULL ORDER BY sequence LIMIT 1) ' +
-    'AS oldest',
+    '(SELECT enqueued_at FROM stratus_messages WHERE sequence BETWEEN ? AND ? AND dead_at IS NULL ' +
+    'ORDER BY sequence LIMIT 1) AS oldest',
 
   sessionState: 'SELECT state FROM stratus_sessions WHERE queue = ? AND session = ?',
   putSessionState:
@@ -332,7 +360,14 @@ export class SqliteMessageBackend implements MessageBackend {
   }
 
   async putQueue(name: string, settings: QueueSettings): Promise<void> {
-    this.#db().prepare(SQL.putQueue).run(name, JSON.stringify(settings));
+    const db = this.#db();
+    const text = JSON.stringify(settings);
+    await db.transactionAsync(() => {
+      if (db.prepare(SQL.updateQueue).run(text, name).changes > 0) return;
+      const id = db.prepare(SQL.freeQueueId).get<{ id: number }>()?.id as number;
+      if (id > MAX_QUEUE_ID) throw new TooManyQueuesError(MAX_QUEUE_ID);
+      db.prepare(SQL.insertQueue).run(id, name, text);
+    });
   }
 
   async getQueue(name: string): Promise<QueueSettings | undefined> {
@@ -353,11 +388,10 @@ export class SqliteMessageBackend implements MessageBackend {
     return db.transactionAsync(() => {
       const row = db.prepare(SQL.queue).get<QueueRow>(name);
       if (row === undefined) return false;
-      const highest = db.prepare(SQL.highestInQueue).get<{ highest: number }>(row.id, row.id)?.highest ?? 0;
-      for (const sql of [SQL.deleteLive, SQL.deleteDead, SQL.deleteDuplicates, SQL.deleteSessions]) {
-        db.prepare(sql).run(row.id);
-      }
-      this.#deleted(highest);
+      const { first, last } = this.#context(name, row);
+      db.prepare(SQL.deleteMessages).run(first, last);
+      db.prepare(SQL.deleteDuplicates).run(row.id);
+      db.prepare(SQL.deleteSessions).run(row.id);
       db.prepare(SQL.unsubscribe).run(name);
       db.prepare(SQL.deleteQueue).run(row.id);
       return true;
@@ -370,8 +404,8 @@ export class SqliteMessageBackend implements MessageBackend {
       const row = db.prepare(SQL.sendQueue).get<QueueRow & { last: number }>(queue);
       if (row === undefined) throw new UnknownQueueError(queue);
       const context = this.#context(queue, row);
-      const sequences = this.#sequences(row.last);
-      const outcomes = messages.map((message) => this.#store(context, message, now, sequences));
+      context.sequence = row.last;
+      const outcomes = messages.map((message) => this.#store(context, message, now));
       this.#sweepIds(now);
       this.#finish(context);
       return outcomes;
@@ -458,7 +492,7 @@ export class SqliteMessageBackend implements MessageBackend {
         if (row.session !== null) this.#advanceSession(context, row.session, now);
         return 'ok';
       });
-      this.#deleted(highest);
+      this.#deleted(context, highest);
       this.#finish(context);
       return outcomes;
     });
@@ -513,20 +547,21 @@ export class SqliteMessageBackend implements MessageBackend {
   }
 
   async peek(queue: string, query: PeekQuery): Promise<StoredMessage[]> {
-    const context = this.#load(queue);
+    const { first, last } = this.#load(queue);
     return this.#db()
       .prepare(SQL.peek)
-      .all<MessageRow>(context.id, query.afterSequence ?? 0, query.limit)
+      .all<MessageRow>(Math.max(first, query.afterSequence ?? 0), last, query.limit)
       .map(stored);
   }
 
   /**
-   * `oldestAgeMs` reads the enqueue time of the live message with the lowest sequence (one index seek): that is
-   * the oldest one as long as the senders' clocks agree, which the port already requires.
+   * `oldestAgeMs` reads the enqueue time of the live message with the lowest sequence (the first of the queue's
+   * range that is not a dead letter): that is the oldest one as long as the senders' clocks agree, which the port
+   * already requires.
    */
   async stats(queue: string, now: number): Promise<QueueStats> {
-    const { id } = this.#load(queue);
-    const row = this.#db().prepare(SQL.stats).get<StatsRow>(id, id, id, id, id, id) as StatsRow;
+    const { id, first, last } = this.#load(queue);
+    const row = this.#db().prepare(SQL.stats).get<StatsRow>(id, id, id, id, id, first, last) as StatsRow;
     return {
       available: row.available,
       scheduled: row.scheduled,
@@ -587,7 +622,7 @@ export class SqliteMessageBackend implements MessageBackend {
       if (sequences === undefined) {
         const highest = db.prepare(SQL.highestDead).get<{ highest: number | null }>(context.id)?.highest;
         const purged = db.prepare(SQL.deleteDead).run(context.id).changes;
-        this.#deleted(highest ?? 0);
+        this.#deleted(context, highest ?? 0);
         return purged;
       }
       const purge = db.prepare(SQL.purgeOne);
@@ -598,7 +633,7 @@ export class SqliteMessageBackend implements MessageBackend {
         purged++;
         highest = Math.max(highest, sequence);
       }
-      this.#deleted(highest);
+      this.#deleted(context, highest);
       return purged;
     });
   }
@@ -653,11 +688,9 @@ export class SqliteMessageBackend implements MessageBackend {
       );
       if (replay === 'none') return;
       const since = replay === 'retained' ? Number.MIN_SAFE_INTEGER : replay.since;
-      const sequences = this.#sequences();
       for (const row of db.prepare(SQL.replay).all<RetainedRow>(since, now)) {
         const message = retainedMessage(row);
-        if (subscriptionMatches(subscription, row.topic, message))
-          this.#store(context, message, now, sequences);
+        if (subscriptionMatches(subscription, row.topic, message)) this.#store(context, message, now);
       }
       this.#finish(context);
     });
@@ -678,7 +711,6 @@ export class SqliteMessageBackend implements MessageBackend {
       if (settings === undefined) throw new UnknownTopicError(topic);
       const subscriptions = this.#loadSubscriptions();
       const contexts = new Map<string, QueueContext>();
-      const sequences = this.#sequences();
       const outcomes = messages.map((message) => {
         const deliveredTo: string[] = [];
         for (const subscription of subscriptions) {
@@ -688,7 +720,7 @@ export class SqliteMessageBackend implements MessageBackend {
             context = this.#load(subscription.queue);
             contexts.set(subscription.queue, context);
           }
-          if (this.#store(context, message, now, sequences).accepted) deliveredTo.push(subscription.queue);
+          if (this.#store(context, message, now).accepted) deliveredTo.push(subscription.queue);
         }
         if (settings.retention_ms > 0) this.#retain(topic, message, now);
         return { id: message.id, deliveredTo };
@@ -729,7 +761,16 @@ export class SqliteMessageBackend implements MessageBackend {
   }
 
   #context(name: string, row: QueueRow): QueueContext {
-    return { id: row.id, name, settings: this.#parseSettings(row.settings), wake: false, signal: false };
+    return {
+      id: row.id,
+      name,
+      settings: this.#parseSettings(row.settings),
+      first: row.id * QUEUE_RANGE,
+      last: row.id * QUEUE_RANGE + QUEUE_RANGE - 1,
+      sequence: undefined,
+      wake: false,
+      signal: false,
+    };
   }
 
   /** Tells watchers (after commit) that messages may have become available. */
@@ -738,20 +779,21 @@ export class SqliteMessageBackend implements MessageBackend {
     if (context.wake || context.signal) this.database.afterCommit(() => this.#hub.notify(context.name));
   }
 
-  /** Hands out sequences for this transaction's new messages, above every sequence ever used. */
-  #sequences(from?: number): () => number {
-    let last = from;
-    return () => {
-      last ??= this.database.prepare(SQL.lastSequence).get<{ last: number }>()?.last ?? 0;
-      return ++last;
-    };
+  /** The sequence of the queue's next message, above every sequence it ever used. */
+  #nextSequence(context: QueueContext): number {
+    context.sequence ??= this.database.prepare(SQL.lastSequence).get<{ last: number }>(context.id)
+      ?.last as number;
+    if (context.sequence >= context.last) throw new QueueFullError(context.name);
+    return ++context.sequence;
   }
 
   /** After deleting messages up to sequence `highest`: if none higher is left, remember it so it is not reused. */
-  #deleted(highest: number): void {
+  #deleted(context: QueueContext, highest: number): void {
     if (highest === 0) return;
-    const left = this.database.prepare(SQL.highestSequence).get<{ highest: number | null }>()?.highest ?? 0;
-    if (left < highest) this.database.prepare(SQL.rememberDeleted).run(highest, highest);
+    const left =
+      this.database.prepare(SQL.highestSequence).get<{ highest: number | null }>(context.first, context.last)
+        ?.highest ?? 0;
+    if (left < highest) this.database.prepare(SQL.rememberDeleted).run(highest, context.id, highest);
   }
 
   #parseSettings(text: string): QueueSettings {
@@ -773,7 +815,7 @@ export class SqliteMessageBackend implements MessageBackend {
     return settings;
   }
 
-  #store(context: QueueContext, message: OutgoingMessage, now: number, sequences: () => number): SendOutcome {
+  #store(context: QueueContext, message: OutgoingMessage, now: number): SendOutcome {
     const db = this.database;
     const { settings } = context;
     if (settings.duplicateWindowMs > 0) {
@@ -783,7 +825,7 @@ export class SqliteMessageBackend implements MessageBackend {
         .run(context.id, message.id, now + settings.duplicateWindowMs, now).changes;
       if (recorded === 0) return { id: message.id, accepted: false, sequence: undefined };
     }
-    const sequence = sequences();
+    const sequence = this.#nextSequence(context);
     const priority = message.priority ?? 0;
     const expiresAt =
       message.expiresAt ?? (settings.defaultTtlMs === undefined ? null : now + settings.defaultTtlMs);
