@@ -76,11 +76,16 @@ interface MessageRow {
   expires_at: number | null;
   delivery_count: number;
 }
-interface ReceivedRow extends MessageRow {
+interface DeliveredRow extends MessageRow {
   slot: number;
   lock_token: string;
   locked_until: number;
-  next_due_at: number | null;
+}
+/** A slot that got nothing: only when to look again. */
+interface NextDueRow {
+  slot: number;
+  sequence: null;
+  next_due_at: number;
 }
 interface ListedRow extends MessageRow {
   state: MessageState;
@@ -214,10 +219,7 @@ export class PostgresMessageBackend implements MessageBackend {
   async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
     const request = { messages, now };
     if (messages.length === 0 || messages.length >= GROUP_BELOW) {
-      return splitOutcomes(
-        [request],
-        await this.#callSend(queue, messages, nowsOf([request])),
-      )[0] as SendOutcome[];
+      return (await this.#sendTogether(queue, [request]))[0] as SendOutcome[];
     }
     const outcome = await this.#submit(
       this.#sends,
@@ -456,44 +458,30 @@ export class PostgresMessageBackend implements MessageBackend {
 
   async #flushSends(queue: string, batch: SendRequest[]): Promise<(SendOutcome[] | Error)[]> {
     try {
-      return splitOutcomes(
-        batch,
-        await this.#callSend(
-          queue,
-          batch.flatMap((request) => request.messages),
-          nowsOf(batch),
-        ),
-      );
+      return await this.#sendTogether(queue, batch);
     } catch (error) {
       // A value PostgreSQL refuses (say a NUL character in an id) fails only the caller who sent it.
       if (batch.length === 1 || !DATA_EXCEPTION.test(sqlState(error) ?? '')) throw error;
       return Promise.all(
-        batch.map(async (request) => {
-          try {
-            return splitOutcomes(
-              [request],
-              await this.#callSend(queue, request.messages, nowsOf([request])),
-            )[0] as SendOutcome[];
-          } catch (single) {
-            return single instanceof Error ? single : new Error(String(single));
-          }
-        }),
+        batch.map((request) =>
+          this.#sendTogether(queue, [request]).then(
+            ([outcomes]) => outcomes as SendOutcome[],
+            (single: unknown) => (single instanceof Error ? single : new Error(String(single))),
+          ),
+        ),
       );
     }
   }
 
-  /** Sends in one call; returns the sequence of each accepted message by its position. */
-  async #callSend(
-    queue: string,
-    messages: readonly OutgoingMessage[],
-    nows: readonly number[],
-  ): Promise<Map<number, number>> {
+  /** Sends the requests' messages in one call, in order, and cuts the outcomes back per request. */
+  async #sendTogether(queue: string, requests: readonly SendRequest[]): Promise<SendOutcome[][]> {
+    const messages = requests.flatMap((request) => request.messages);
     const columns = messageColumns(messages);
     const rows = await this.#query<{ ord: number; sequence: string }>(
       this.#sql.send,
       [
         queue,
-        nows,
+        requests.flatMap((request) => request.messages.map(() => request.now)),
         columns.ids,
         columns.bodies,
         columns.props,
@@ -504,11 +492,20 @@ export class PostgresMessageBackend implements MessageBackend {
       ],
       queue,
     );
-    return new Map(rows.map((row) => [row.ord - 1, Number(row.sequence)]));
+    const accepted = new Map(rows.map((row) => [row.ord - 1, Number(row.sequence)]));
+    let offset = 0;
+    return requests.map((request) => {
+      const outcomes = request.messages.map((message, i): SendOutcome => {
+        const sequence = accepted.get(offset + i);
+        return { id: message.id, accepted: sequence !== undefined, sequence };
+      });
+      offset += request.messages.length;
+      return outcomes;
+    });
   }
 
   async #flushReceives(queue: string, batch: ReceiveRequest[]): Promise<ReceiveResult[]> {
-    const rows = await this.#query<ReceivedRow>(
+    const rows = await this.#query<DeliveredRow | NextDueRow>(
       this.#sql.receive,
       [
         queue,
@@ -521,7 +518,7 @@ export class PostgresMessageBackend implements MessageBackend {
     const results = batch.map((): ReceiveResult => ({ messages: [], nextDueAt: undefined }));
     for (const row of rows) {
       const slot = row.slot - 1;
-      if (row.sequence === null) results[slot] = { messages: [], nextDueAt: row.next_due_at ?? undefined };
+      if (row.sequence === null) results[slot] = { messages: [], nextDueAt: row.next_due_at };
       else results[slot]?.messages.push(delivered(row));
     }
     return results;
@@ -721,23 +718,6 @@ function propsJson(message: OutgoingMessage): string | null {
   return any ? JSON.stringify(props) : null;
 }
 
-function nowsOf(batch: readonly SendRequest[]): number[] {
-  return batch.flatMap((request) => request.messages.map(() => request.now));
-}
-
-/** Cuts the accepted sequences of one combined call back into each caller's outcomes. */
-function splitOutcomes(batch: readonly SendRequest[], accepted: Map<number, number>): SendOutcome[][] {
-  let offset = 0;
-  return batch.map((request) => {
-    const outcomes = request.messages.map((message, i): SendOutcome => {
-      const sequence = accepted.get(offset + i);
-      return { id: message.id, accepted: sequence !== undefined, sequence };
-    });
-    offset += request.messages.length;
-    return outcomes;
-  });
-}
-
 /**
  * The well-formed tokens as the functions' arrays, and the delivery uuid at each position (undefined where the
  * token is not one of ours, which settles as lost).
@@ -785,7 +765,7 @@ function stored(row: MessageRow, state: MessageState): StoredMessage {
   };
 }
 
-function delivered(row: ReceivedRow): DeliveredMessage {
+function delivered(row: DeliveredRow): DeliveredMessage {
   return {
     ...stored(row, 'locked'),
     lockToken: `${row.sequence}:${row.lock_token}`,
