@@ -13,6 +13,7 @@
 import { createRequire } from 'node:module';
 import { assertInteger, assertObject, assertOneOf, InvalidOptionsError, StratusError } from '@stratus/core';
 import type BetterSqlite3 from 'better-sqlite3';
+import { BackgroundCheckpointer } from './checkpointer.js';
 
 export type SqliteValue = null | number | bigint | string | Uint8Array;
 export type SqliteRow = Record<string, SqliteValue>;
@@ -87,6 +88,12 @@ export interface OpenSqliteOptions {
   busyTimeoutMs?: number;
   /** `PRAGMA foreign_keys`. Default true. */
   foreignKeys?: boolean;
+  /**
+   * Who copies the WAL back into the database file. 'background' (default for a file): a worker thread with its
+   * own connection (see BackgroundCheckpointer), so commits on this connection never wait for those copies and
+   * their fsyncs. 'inline': SQLite's default, the commit that crosses 1000 WAL pages does it.
+   */
+  checkpoint?: 'background' | 'inline';
 }
 
 /** The driver asked for cannot be loaded here, or the handle given is not one this module knows. */
@@ -171,12 +178,19 @@ function chooseDriver(requested: 'auto' | SqliteDriverName): SqliteDriverName {
 
 function checkOptions(options: OpenSqliteOptions): Required<OpenSqliteOptions> {
   assertObject('options', options as unknown);
-  const { driver = 'auto', synchronous = 'NORMAL', busyTimeoutMs = 5_000, foreignKeys = true } = options;
+  const {
+    driver = 'auto',
+    synchronous = 'NORMAL',
+    busyTimeoutMs = 5_000,
+    foreignKeys = true,
+    checkpoint = 'background',
+  } = options;
   assertOneOf('driver', driver, ['auto', 'better-sqlite3', 'node:sqlite']);
+  assertOneOf('checkpoint', checkpoint, ['background', 'inline']);
   assertOneOf('synchronous', synchronous, ['OFF', 'NORMAL', 'FULL', 'EXTRA']);
   assertInteger('busyTimeoutMs', busyTimeoutMs, 0, 2 ** 31 - 1);
   if (typeof foreignKeys !== 'boolean') throw new InvalidOptionsError('foreignKeys', 'expected a boolean');
-  return { driver, synchronous, busyTimeoutMs, foreignKeys };
+  return { driver, synchronous, busyTimeoutMs, foreignKeys, checkpoint };
 }
 
 /**
@@ -210,11 +224,12 @@ export function openSqlite(path: string, options: OpenSqliteOptions = {}): Sqlit
 
 /**
  * Wraps a database handle the caller opened (a better-sqlite3 `Database` or a `node:sqlite` `DatabaseSync`) and
- * configures it as openSqlite does. The handle stays the caller's: closing the wrapper closes it, so only do
- * that when you mean to.
+ * configures it as openSqlite does, except that checkpoints stay inline unless `checkpoint: 'background'` is
+ * asked for (then close the wrapper, not the handle, to stop the worker). The handle stays the caller's: closing
+ * the wrapper closes it, so only do that when you mean to.
  */
 export function wrapSqlite(handle: unknown, options: Omit<OpenSqliteOptions, 'driver'> = {}): SqliteDatabase {
-  const checked = checkOptions(options);
+  const checked = checkOptions({ checkpoint: 'inline', ...options });
   const candidate = handle as { prepare?: unknown; pragma?: unknown; name?: unknown; location?: unknown };
   if (typeof candidate?.prepare !== 'function') {
     throw new SqliteDriverError(
@@ -239,9 +254,28 @@ function configure(database: BaseSqlite, options: Required<OpenSqliteOptions>): 
   // The busy timeout first: switching a fresh file to WAL takes a lock that a second process may be holding.
   database.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
   database.busyTimeoutMs = options.busyTimeoutMs;
-  database.prepare('PRAGMA journal_mode = WAL').get();
+  // Switching a fresh file to WAL can fail with SQLITE_BUSY at once, without SQLite's busy wait, while another
+  // process opens it too: retry for as long as the busy timeout allows.
+  const deadline = performance.now() + options.busyTimeoutMs;
+  for (;;) {
+    try {
+      database.prepare('PRAGMA journal_mode = WAL').get();
+      break;
+    } catch (error) {
+      if (!isBusy(error) || performance.now() >= deadline) throw error;
+      Atomics.wait(pause, 0, 0, 1);
+    }
+  }
   database.exec(`PRAGMA synchronous = ${options.synchronous}`);
   database.exec(`PRAGMA foreign_keys = ${options.foreignKeys ? 'ON' : 'OFF'}`);
+  if (options.checkpoint === 'background' && !isMemoryPath(database.path)) database.checkpointInBackground();
+}
+
+/** True for the paths SQLite opens as an in-memory database, which no other connection can see. */
+export function isMemoryPath(path: string): boolean {
+  return (
+    path === '' || path === ':memory:' || path.startsWith('file::memory:') || /[?&]mode=memory/.test(path)
+  );
 }
 
 /** Transactions, savepoints, after-commit callbacks and the statement cache, common to both drivers. */
@@ -255,6 +289,7 @@ abstract class BaseSqlite implements SqliteDatabase {
   /** Transactions opened through `transaction` on this connection (1 = outermost, more = savepoints). */
   #depth = 0;
   #afterCommit: (() => void)[] = [];
+  #checkpointer: BackgroundCheckpointer | undefined;
 
   constructor(path: string) {
     this.path = path;
@@ -262,8 +297,23 @@ abstract class BaseSqlite implements SqliteDatabase {
 
   protected abstract compile(sql: string): SqliteStatement;
   protected abstract get driverInTransaction(): boolean | undefined;
+  protected abstract closeHandle(): void;
   abstract exec(sql: string): void;
-  abstract close(): void;
+
+  close(): void {
+    this.#checkpointer?.stop();
+    this.#checkpointer = undefined;
+    if (this.isOpen) this.closeHandle();
+  }
+
+  /** Hands WAL checkpoints to a worker thread; SQLite's own take over again if it fails. */
+  checkpointInBackground(): void {
+    const checkpointer = new BackgroundCheckpointer(this.path, this.driver, () => {
+      if (this.#checkpointer === checkpointer && this.isOpen) this.exec('PRAGMA wal_autocheckpoint = 1000');
+    });
+    this.#checkpointer = checkpointer;
+    this.exec(`PRAGMA wal_autocheckpoint = ${checkpointer.backstopPages}`);
+  }
 
   prepare(sql: string): SqliteStatement {
     let statement = this.#statements.get(sql);
@@ -400,8 +450,8 @@ class NodeSqlite extends BaseSqlite {
     };
   }
 
-  close(): void {
-    if (this.isOpen) this.handle.close();
+  protected closeHandle(): void {
+    this.handle.close();
   }
 }
 
@@ -445,10 +495,13 @@ class BetterSqlite extends BaseSqlite {
     };
   }
 
-  close(): void {
-    if (this.handle.open) this.handle.close();
+  protected closeHandle(): void {
+    this.handle.close();
   }
 }
+
+/** Something to Atomics.wait on: a synchronous sleep. */
+const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** SQLITE_BUSY (or one of its extended codes) from either driver. */
 function isBusy(error: unknown): boolean {

@@ -29,7 +29,7 @@ import {
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
 import { subscriptionMatches } from '../routing.js';
-import { type OpenSqliteOptions, openSqlite, type SqliteDatabase } from './driver.js';
+import { isMemoryPath, type OpenSqliteOptions, openSqlite, type SqliteDatabase } from './driver.js';
 import { migrateSqlite } from './migrations.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
 import { WatchHub } from './watch.js';
@@ -42,10 +42,11 @@ export interface SqliteMessageBackendOptions {
    * tables to send messages in the same transaction as your writes (see SqliteDatabase.transaction).
    */
   database?: SqliteDatabase;
-  /** Driver, synchronous and busyTimeoutMs for a `path` (see openSqlite). */
+  /** Driver, synchronous, busyTimeoutMs and checkpoint for a `path` (see openSqlite). */
   driver?: OpenSqliteOptions['driver'];
   synchronous?: OpenSqliteOptions['synchronous'];
   busyTimeoutMs?: number;
+  checkpoint?: OpenSqliteOptions['checkpoint'];
   /**
    * How often a backend with watchers checks whether another process committed (PRAGMA data_version), in ms.
    * Watchers in this process are woken at once regardless. Default 25.
@@ -333,7 +334,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   constructor(options: SqliteMessageBackendOptions) {
     assertObject('options', options as unknown);
-    const { path, database, driver, synchronous, busyTimeoutMs, watchIntervalMs = 25 } = options;
+    const { path, database, driver, synchronous, busyTimeoutMs, checkpoint, watchIntervalMs = 25 } = options;
     assertDuration('watchIntervalMs', watchIntervalMs, { allowZero: false });
     if ((path === undefined) === (database === undefined)) {
       throw new InvalidOptionsError('path', 'give either a path or a database');
@@ -348,7 +349,7 @@ export class SqliteMessageBackend implements MessageBackend {
       this.database = database;
       this.#owned = false;
     } else {
-      this.database = openSqlite(path as string, { driver, synchronous, busyTimeoutMs });
+      this.database = openSqlite(path as string, { driver, synchronous, busyTimeoutMs, checkpoint });
       this.#owned = true;
     }
     this.#hub = new WatchHub(
@@ -1079,7 +1080,7 @@ function retainedMessage(row: RetainedRow): OutgoingMessage {
 
 /** Identifies the database file among backends in this process; every in-memory database is its own. */
 function fileKey(path: string): string {
-  if (path === '' || path === ':memory:' || path.startsWith('file::memory:')) return `memory:${randomId()}`;
+  if (isMemoryPath(path)) return `memory:${randomId()}`;
   try {
     return realpathSync(path);
   } catch {
