@@ -15,6 +15,7 @@ import {
   startRedis,
   startSharedTestServers,
 } from './servers.js';
+import { waitUntil } from './virtual-clock.js';
 
 async function query(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
@@ -73,6 +74,35 @@ describe('startPostgres', { skip: 'reason' in pgBinaries ? pgBinaries.reason : f
     await assert.rejects(query(server.url, 'SELECT 1'));
     await server.stop(); // idempotent
   });
+
+  it('restarts on the same port and data directory, cutting connections and keeping committed data', async () => {
+    const server = await startPostgres();
+    const client = new pg.Client({ connectionString: server.url });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query('CREATE TABLE kept (n int)');
+      await client.query('INSERT INTO kept VALUES (1)');
+      const downtimeMs = 300;
+      const restarted = server.restart({ downtimeMs });
+      // Down for a while: connecting fails until it is back.
+      await waitUntil(
+        () =>
+          query(server.url, 'SELECT 1').then(
+            () => false,
+            () => true,
+          ),
+        'the server is down',
+      );
+      await restarted;
+      await assert.rejects(client.query('SELECT 1'), 'the old connection was cut');
+      const { rows } = await query(server.url, 'SELECT n FROM kept');
+      assert.deepEqual(rows, [{ n: 1 }]);
+    } finally {
+      await client.end().catch(() => {});
+      await server.stop();
+    }
+  });
 });
 
 const redisServer = findRedisServer();
@@ -95,6 +125,23 @@ describe('startRedis', { skip: typeof redisServer === 'string' ? false : redisSe
     await assert.rejects(probe.connect());
     probe.disconnect();
   });
+
+  for (const persistent of [true, false]) {
+    it(`restarts on the same port after a SIGKILL, ${persistent ? 'keeping' : 'losing'} its data when ${persistent ? '' : 'not '}persistent`, async () => {
+      const server = await startRedis({ persistent });
+      const client = new Redis(server.url, { retryStrategy: () => 50, maxRetriesPerRequest: null });
+      client.on('error', () => {});
+      try {
+        await client.set('kept', 'yes');
+        await server.restart({ downtimeMs: 100 });
+        assert.equal(await client.get('kept'), persistent ? 'yes' : null);
+        assert.deepEqual(await client.config('GET', 'appendonly'), ['appendonly', persistent ? 'yes' : 'no']);
+      } finally {
+        client.disconnect();
+        await server.stop();
+      }
+    });
+  }
 });
 
 const pgA = await postgresForSuite('testkit servers: A');

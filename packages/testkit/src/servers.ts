@@ -43,8 +43,28 @@ export interface StartedServer {
   stop(): Promise<void>;
 }
 
+export interface RestartOptions {
+  /** How long the server stays down before it starts again; default 0. */
+  downtimeMs?: number;
+}
+
 export interface PostgresServer extends StartedServer {
   readonly dataDir: string;
+  /**
+   * Stops the server (`pg_ctl stop -m fast`: every client connection is cut, committed data is kept) and starts it
+   * again on the same port and data directory after `downtimeMs`, for tests of clients that must reconnect on their
+   * own. Fast rather than immediate: with this server's durability off, a crash-like stop may lose the last
+   * acknowledged commits, which would test PostgreSQL's settings instead of the client.
+   */
+  restart(options?: RestartOptions): Promise<void>;
+}
+
+export interface RedisServer extends StartedServer {
+  /**
+   * SIGKILLs redis-server and starts it again on the same port and directory after `downtimeMs`. A `persistent`
+   * server comes back with every acknowledged write; another one comes back empty.
+   */
+  restart(options?: RestartOptions): Promise<void>;
 }
 
 export const POSTGRES_UNAVAILABLE_ENV = 'STRATUS_TEST_POSTGRES_UNAVAILABLE';
@@ -337,18 +357,34 @@ export async function startPostgres(options: { env?: Env } = {}): Promise<Postgr
         '-c full_page_writes=off',
         '-c max_connections=300',
       ].join(' ');
-      try {
+      const startServer = async () => {
         await exec(binaries.pgCtl, ['-D', dataDir, '-l', logFile, '-w', '-t', '30', '-o', settings, 'start']);
+        postmaster = readPid(join(dataDir, 'postmaster.pid'));
+      };
+      try {
+        await startServer();
       } catch (error) {
         // Another process may have taken the port between freePort() and the bind: try another one.
         if (attempt < 3 && /already in use|could not bind/i.test(tail(logFile))) continue;
         throw error;
       }
-      postmaster = readPid(join(dataDir, 'postmaster.pid'));
       const server: PostgresServer = {
         url: `postgres://postgres@127.0.0.1:${port}/postgres`,
         port,
         dataDir,
+        restart: async ({ downtimeMs = 0 } = {}) => {
+          await exec(binaries.pgCtl, ['-D', dataDir, '-m', 'fast', '-w', '-t', '30', 'stop']);
+          postmaster = undefined;
+          await delay(downtimeMs);
+          try {
+            await startServer();
+          } catch (error) {
+            const log = tail(logFile);
+            throw new Error(
+              `PostgreSQL did not come back on port ${port}: ${describeError(error)}${log ? `\n--- postgres.log ---\n${log}` : ''}`,
+            );
+          }
+        },
         stop: once(async () => {
           unregister();
           if (postmaster !== undefined) await terminate(postmaster, 'SIGQUIT');
@@ -426,8 +462,47 @@ function redisPing(port: number, timeoutMs: number): Promise<boolean> {
   });
 }
 
-/** Starts a throwaway redis-server (no persistence) on a free loopback port. */
-export async function startRedis(options: { env?: Env } = {}): Promise<StartedServer> {
+export interface StartRedisOptions {
+  env?: Env;
+  /**
+   * Write every change to an append-only file, fsynced before the reply (`--appendonly yes --appendfsync always`),
+   * so the server survives a SIGKILL (see `restart`). Default false: nothing is persisted.
+   */
+  persistent?: boolean;
+}
+
+/** A redis-server process of ours; `exited` turns true once it is gone. */
+interface RedisProcess {
+  readonly pid: number | undefined;
+  exited: boolean;
+}
+
+function launchRedis(binary: string, args: readonly string[], dir: string, env: Env): RedisProcess {
+  // A child of ours, not a daemon, so it cannot outlive us unnoticed; unref'd so it never keeps us alive.
+  const child = spawn(binary, args, { cwd: dir, stdio: 'ignore', env: { PATH: env.PATH } });
+  child.unref();
+  const launched: RedisProcess = { pid: child.pid, exited: false };
+  child.once('exit', () => {
+    launched.exited = true;
+  });
+  child.once('error', () => {
+    launched.exited = true;
+  });
+  return launched;
+}
+
+/** Waits (bounded) until the server answers PING; false when it exited or did not answer in time. */
+async function redisReady(port: number, server: RedisProcess): Promise<boolean> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (!server.exited && Date.now() < deadline) {
+    if (await redisPing(port, 1_000)) return true;
+    await delay(20);
+  }
+  return false;
+}
+
+/** Starts a throwaway redis-server on a free loopback port (nothing persisted unless `persistent`). */
+export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
   const env = options.env ?? process.env;
   const binary = findRedisServer(env);
   if (typeof binary !== 'string') throw new TestServerUnavailableError(binary.reason);
@@ -437,58 +512,46 @@ export async function startRedis(options: { env?: Env } = {}): Promise<StartedSe
     const dir = makeServerDir('redis');
     const logFile = join(dir, 'redis.log');
     const port = await freePort();
-    // A child of ours, not a daemon, so it cannot outlive us unnoticed; unref'd so it never keeps us alive.
-    const child = spawn(
-      binary,
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-        '--pidfile',
-        join(dir, 'redis.pid'),
-        '--logfile',
-        logFile,
-      ],
-      { cwd: dir, stdio: 'ignore', env: { PATH: env.PATH } },
-    );
-    child.unref();
-    let exited = false;
-    child.once('exit', () => {
-      exited = true;
-    });
-    child.once('error', () => {
-      exited = true;
-    });
-    const pid = child.pid;
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      ...(options.persistent ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+      '--dir',
+      dir,
+      '--pidfile',
+      join(dir, 'redis.pid'),
+      '--logfile',
+      logFile,
+    ];
+    let server = launchRedis(binary, args, dir, env);
     const kill = () => {
-      if (pid !== undefined && !exited) terminateSync(pid, 'SIGKILL');
+      if (server.pid !== undefined && !server.exited) terminateSync(server.pid, 'SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     };
     const unregister = onProcessExit(kill);
 
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    let ready = false;
-    while (!exited && Date.now() < deadline) {
-      if (await redisPing(port, 1_000)) {
-        ready = true;
-        break;
-      }
-      await delay(20);
-    }
-    if (ready && pid !== undefined) {
+    if ((await redisReady(port, server)) && server.pid !== undefined) {
       return {
         url: `redis://127.0.0.1:${port}`,
         port,
+        restart: async ({ downtimeMs = 0 } = {}) => {
+          if (server.pid !== undefined && !server.exited) await terminate(server.pid, 'SIGKILL');
+          await delay(downtimeMs);
+          server = launchRedis(binary, args, dir, env);
+          if (!(await redisReady(port, server))) {
+            const log = tail(logFile);
+            throw new Error(
+              `redis-server did not come back on port ${port}${log ? `\n--- redis.log ---\n${log}` : ''}`,
+            );
+          }
+        },
         stop: once(async () => {
           unregister();
-          if (!exited) await terminate(pid, 'SIGTERM');
+          if (server.pid !== undefined && !server.exited) await terminate(server.pid, 'SIGTERM');
           rmSync(dir, { recursive: true, force: true });
         }),
       };
@@ -498,7 +561,7 @@ export async function startRedis(options: { env?: Env } = {}): Promise<StartedSe
     kill();
     if (attempt < 3 && /already in use|could not create server/i.test(log)) continue;
     throw new TestServerUnavailableError(
-      `could not start redis-server (${exited ? 'it exited' : 'not ready in time'})${log ? `\n--- redis.log ---\n${log}` : ''}`,
+      `could not start redis-server (${server.exited ? 'it exited' : 'not ready in time'})${log ? `\n--- redis.log ---\n${log}` : ''}`,
     );
   }
 }
@@ -655,7 +718,7 @@ function sanitize(name: string): string {
 }
 
 let ownPostgres: Promise<PostgresServer> | undefined;
-let ownRedis: Promise<StartedServer> | undefined;
+let ownRedis: Promise<RedisServer> | undefined;
 
 /** The server to use: the env's URL, else one started for this process (stopped when it exits). */
 async function serverUrl(
