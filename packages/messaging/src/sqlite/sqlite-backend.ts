@@ -123,7 +123,7 @@ export class SqliteMessageBackend implements MessageBackend {
   readonly #tokenPrefix = randomId(6);
   #tokenCounter = 0;
   readonly #settings = new Map<string, QueueSettings>();
-  readonly #subscriptions = new Map<string, Subscription>();
+  #subscriptions = new Map<string, Subscription>();
   /** Ids recorded since the last sweep of the duplicate table, and where the next sweep starts. */
   #idsSinceSweep = 0;
   #sweepFrom: [number, string] = [0, ''];
@@ -498,7 +498,10 @@ export class SqliteMessageBackend implements MessageBackend {
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    return this.#loadSubscriptions().sort((a, b) => (a.queue < b.queue ? -1 : 1));
+    // Copies: the parsed ones are kept for publish.
+    return this.#loadSubscriptions()
+      .map((subscription) => structuredClone(subscription))
+      .sort((a, b) => (a.queue < b.queue ? -1 : 1));
   }
 
   async publish(topic: string, messages: readonly OutgoingMessage[], now: number): Promise<PublishOutcome[]> {
@@ -751,21 +754,21 @@ export class SqliteMessageBackend implements MessageBackend {
     return earliest(this.database.prepare(SQL.nextDue).get<DueRow>(context.id, context.id) as DueRow);
   }
 
+  /** Every subscription, parsed once per change (publish reads them all each time). */
   #loadSubscriptions(): Subscription[] {
+    const previous = this.#subscriptions;
+    this.#subscriptions = new Map();
     return this.#db()
       .prepare(SQL.subscriptions)
       .all<SubscriptionRow>()
       .map((row) => {
         const key = `${row.queue}\n${row.topics}\n${row.filter}`;
-        let subscription = this.#subscriptions.get(key);
-        if (subscription === undefined) {
-          subscription = {
-            queue: row.queue,
-            topics: JSON.parse(row.topics) as string[],
-            filter: row.filter === null ? undefined : (JSON.parse(row.filter) as MessageFilter),
-          };
-          this.#subscriptions.set(key, subscription);
-        }
+        const subscription = previous.get(key) ?? {
+          queue: row.queue,
+          topics: JSON.parse(row.topics) as string[],
+          filter: row.filter === null ? undefined : (JSON.parse(row.filter) as MessageFilter),
+        };
+        this.#subscriptions.set(key, subscription);
         return subscription;
       });
   }
