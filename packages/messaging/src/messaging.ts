@@ -228,12 +228,12 @@ export class Messaging {
     await this.backend.close();
   }
 
-  /** @internal Queue settings, cached for settingsCacheMs; throws UnknownQueueError. */
+  /** @internal Queue settings, cached for settingsCacheMs, read under the transient retry; throws UnknownQueueError. */
   async settingsOf(queue: string): Promise<QueueSettings> {
     const cached = this.#settings.get(queue);
     const now = this.clock.monotonic();
     if (cached !== undefined && now - cached.fetchedAt < this.#settingsCacheMs) return cached.settings;
-    const settings = await this.backend.getQueue(queue);
+    const settings = await this.withRetry(() => this.backend.getQueue(queue));
     if (settings === undefined) {
       this.#settings.delete(queue);
       throw new UnknownQueueError(queue);
