@@ -13,7 +13,7 @@ describe('crash test on SQLite: SIGKILLed consumers, exactly-once effects', () =
   it('takes effect exactly once for each of 10,000 messages', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'stratus-crash-sqlite-'));
     try {
-      await crashAndCheck(`sqlite:${join(dir, 'queue.db')}`, 1);
+      await crashAndCheck('sqlite', `sqlite:${join(dir, 'queue.db')}`, 1);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -25,7 +25,7 @@ const pg = await postgresForSuite('messaging crash');
 describe('crash test on PostgreSQL: SIGKILLed consumers, exactly-once effects', { skip: pg.skip }, () => {
   after(() => pg.release());
   it('takes effect exactly once for each of 10,000 messages', async () => {
-    await crashAndCheck(pg.url as string, 2);
+    await crashAndCheck('postgres', pg.url as string, 2);
   });
 });
 
@@ -34,6 +34,6 @@ const redis = await redisForSuite('messaging crash');
 describe('crash test on Redis: SIGKILLed consumers, exactly-once effects', { skip: redis.skip }, () => {
   after(() => redis.release());
   it('takes effect exactly once for each of 10,000 messages', async () => {
-    await crashAndCheck(`${redis.url}?prefix=${encodeURIComponent(redis.keyPrefix as string)}`, 3);
+    await crashAndCheck('redis', `${redis.url}?prefix=${encodeURIComponent(redis.keyPrefix as string)}`, 3);
   });
 });

@@ -31,15 +31,30 @@ export function messageIds(count: number, prefix = 'm'): string[] {
   return Array.from({ length: count }, (_, i) => `${prefix}${i}`);
 }
 
-/** Sends one message per id (its body the id's number), `batchSize` at a time. */
+/** When one batch send started and when it was acknowledged (performance.now()). */
+export interface SendTiming {
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
+
+/**
+ * Sends one message per id (its body the id's number), `batchSize` at a time, `gapMs` apart (a producer that keeps
+ * sending over a while, not one burst).
+ */
 export async function sendAll(
   queue: QueueClient<number>,
   ids: readonly string[],
-  batchSize = 500,
-): Promise<void> {
+  options: { batchSize?: number; gapMs?: number } = {},
+): Promise<SendTiming[]> {
+  const batchSize = options.batchSize ?? 500;
+  const timings: SendTiming[] = [];
   for (let i = 0; i < ids.length; i += batchSize) {
+    if (i > 0 && options.gapMs) await delay(options.gapMs);
+    const startedAt = performance.now();
     await queue.sendBatch(ids.slice(i, i + batchSize).map((id, j) => ({ id, body: i + j })));
+    timings.push({ startedAt, endedAt: performance.now() });
   }
+  return timings;
 }
 
 /**
@@ -224,6 +239,8 @@ export interface CrashReport {
   readonly kills: number;
   /** Worker processes started in all. */
   readonly started: number;
+  /** The batches of the second half. */
+  readonly sends: SendTiming[];
   /** How the last workers ended on SIGTERM. */
   readonly exits: ChildExit[];
   readonly stderr: string[];
@@ -279,8 +296,9 @@ export async function runCrashScenario(options: CrashScenarioOptions): Promise<C
       `all ${count} messages took effect and the queue is empty`,
       options.drainTimeoutMs ?? 40_000,
     );
-    await Promise.all([
-      sendAll(queue, ids.slice(count / 2)),
+    const [sends] = await Promise.all([
+      // The second half goes out over about two seconds, across whatever `disrupt` does.
+      sendAll(queue, ids.slice(count / 2), { batchSize: 250, gapMs: 100 }),
       options.disrupt?.(),
       pool.killAtRandom(random, {
         maxKills: options.maxKills ?? 15,
@@ -296,6 +314,7 @@ export async function runCrashScenario(options: CrashScenarioOptions): Promise<C
       stats: await queue.stats(),
       kills: pool.kills,
       started: pool.started,
+      sends,
       exits,
       stderr,
       durationMs: Math.round(performance.now() - started),
@@ -309,14 +328,21 @@ export async function runCrashScenario(options: CrashScenarioOptions): Promise<C
 
 const MESSAGES = 10_000;
 
-/** Runs the scenario on a fresh temp dir and checks what every crash test requires. */
+/**
+ * Runs the scenario (10,000 messages) on a fresh temp dir, prints its figures under `label`, and checks what every
+ * crash test requires.
+ */
 export async function crashAndCheck(
+  label: string,
   backendUrl: string,
   seed: number,
-  options: { disrupt?: () => Promise<void> } = {},
+  options: { disrupt?: () => Promise<void>; settingsCacheMs?: number } = {},
 ): Promise<CrashReport> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-crash-'));
-  const messaging = new Messaging({ backend: openMessageBackend(backendUrl) });
+  const messaging = new Messaging({
+    backend: openMessageBackend(backendUrl),
+    settingsCacheMs: options.settingsCacheMs,
+  });
   try {
     const report = await runCrashScenario({
       messaging,
@@ -328,7 +354,7 @@ export async function crashAndCheck(
     });
     const { outcome, stats } = report;
     console.log(
-      `  ${backendUrl.split(':')[0]}: ${MESSAGES} messages in ${report.durationMs} ms, ${report.kills} kills ` +
+      `  ${label}: ${MESSAGES} messages in ${report.durationMs} ms, ${report.kills} kills ` +
         `(${report.started} workers started), ≥ ${outcome.deliveries} deliveries, ${outcome.duplicates} caught by the inbox`,
     );
     assert.deepEqual(outcome.missing, [], 'every message took effect');
