@@ -378,7 +378,7 @@ export async function crashAndCheck(
 }
 
 /** A waitUntil condition checked every 100 ms rather than on every turn of the event loop. */
-function paced(condition: () => boolean | Promise<boolean>): () => Promise<boolean> {
+export function paced(condition: () => boolean | Promise<boolean>): () => Promise<boolean> {
   return async () => {
     await delay(100);
     return condition();
