@@ -24,3 +24,4 @@ export * from './request-reply.js';
 export * from './routing.js';
 export * from './sqlite/driver.js';
 export * from './sqlite/sqlite-backend.js';
+export * from './sqlite/migrations.js';
