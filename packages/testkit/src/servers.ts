@@ -308,11 +308,21 @@ function postgresRunner(): { uid: number; gid: number } | undefined {
   return { uid: Number(fields[2]), gid: Number(fields[3]) };
 }
 
+export interface StartPostgresOptions {
+  env?: Env;
+  /**
+   * Keep PostgreSQL's durable defaults (fsync, synchronous_commit and full_page_writes on), for benchmarks whose
+   * figures must include the cost of a durable commit. Default false: durability off, as tests want.
+   */
+  durable?: boolean;
+}
+
 /**
- * Starts a throwaway PostgreSQL cluster on a free loopback port (trust auth, user `postgres`, durability off:
- * for tests only). Rejects with TestServerUnavailableError saying why when it cannot.
+ * Starts a throwaway PostgreSQL cluster on a free loopback port (trust auth, user `postgres`, durability off
+ * unless `durable`: for tests and benchmarks only). Rejects with TestServerUnavailableError saying why when it
+ * cannot.
  */
-export async function startPostgres(options: { env?: Env } = {}): Promise<PostgresServer> {
+export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
   const env = options.env ?? process.env;
   const binaries = findPostgresBinaries(env);
   if ('reason' in binaries) throw new TestServerUnavailableError(binaries.reason);
@@ -352,9 +362,7 @@ export async function startPostgres(options: { env?: Env } = {}): Promise<Postgr
         '-c listen_addresses=127.0.0.1',
         `-p ${port}`,
         `-k ${dir}`,
-        '-c fsync=off',
-        '-c synchronous_commit=off',
-        '-c full_page_writes=off',
+        ...(options.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
         '-c max_connections=300',
       ].join(' ');
       const startServer = async () => {
