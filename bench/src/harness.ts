@@ -472,3 +472,37 @@ export interface PreparedSuite {
   readonly skipped: string[];
   close(): Promise<void>;
 }
+
+/**
+ * A suite that times its own cases instead of the batches above: fixed job counts through queues, latencies of
+ * single events, crash recovery (the messaging suite). It still reports `CaseResult`s, so the table and the
+ * results file are the same.
+ */
+export interface SelfTimedSuite {
+  readonly name: string;
+  readonly selfTimed: true;
+  /** `quick`: small counts, one round (a smoke check); `only`: these cases only. */
+  prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuite>;
+}
+
+export interface SelfTimedOptions {
+  readonly quick: boolean;
+  readonly only: readonly string[] | undefined;
+  /** Progress lines. */
+  readonly log: (line: string) => void;
+}
+
+export interface PreparedSelfTimedSuite {
+  /** The Stratus implementation each row's ratio is taken against (see report.ts `Counterpart`). */
+  readonly counterpart?: (impl: string) => string | undefined;
+  run(): Promise<SelfTimedRun>;
+  close(): Promise<void>;
+}
+
+export interface SelfTimedRun {
+  readonly results: CaseResult[];
+  /** What the cases were run with (servers, counts, per-row settings): goes into the results file. */
+  readonly settings: Record<string, unknown>;
+  /** Cases or implementations that could not run, each with the reason. */
+  readonly skipped: string[];
+}

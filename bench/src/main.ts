@@ -4,7 +4,8 @@
  * Runs a suite, prints the table and writes bench/results/<suite>.json (batch timing, the default) or
  * bench/results/<suite>.per-call.json (every call timed on its own, as tinybench does). `--only` runs some
  * cases and `--quick` a single short round (a smoke check); neither writes the results file, which always
- * holds a complete, full-length run.
+ * holds a complete, full-length run. Self-timed suites (messaging: fixed job counts, latencies, crash recovery)
+ * time their own cases; `--timing` does not apply to them.
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -13,14 +14,19 @@ import {
   findCollector,
   type HarnessSettings,
   runCases,
+  type SelfTimedSuite,
   type Suite,
   type Timing,
   timings,
 } from './harness.js';
-import { buildResults, describeMachine, formatTable, writeResults } from './report.js';
+import { buildResults, describeMachine, formatTable, type ResultsFile, writeResults } from './report.js';
+import { messagingSuite } from './suites/messaging.js';
 import { resilienceSuite } from './suites/resilience.js';
 
-const suites: Record<string, Suite> = { resilience: resilienceSuite };
+const suites: Record<string, Suite | SelfTimedSuite> = {
+  resilience: resilienceSuite,
+  messaging: messagingSuite,
+};
 
 const quickSettings: HarnessSettings = {
   ...defaultSettings,
@@ -59,47 +65,81 @@ const reported: Record<Timing, string> = {
     'percentiles of the per-call times; bursts (bulkhead-throughput) are timed by the wall clock per burst',
 };
 
-const settings = values.quick ? quickSettings : defaultSettings;
 const only = values.only?.split(',').map((s) => s.trim());
-const collector = findCollector();
 const started = performance.now();
-const prepared = await suite.prepare();
-try {
-  const cases = only ? prepared.cases.filter((c) => only.includes(c.case)) : prepared.cases;
-  if (cases.length === 0) throw new Error(`no case matches --only ${values.only}`);
-  console.log(
-    `suite ${suite.name}: ${cases.length} cases, ${timing} timing, ${settings.rounds} round(s), ` +
-      `GC: ${collector.how}`,
-  );
-  for (const line of prepared.skipped) console.log(`SKIPPED: ${line}`);
-  const results = await runCases(cases, {
-    settings,
-    timing,
-    collector,
-    log: (line) => console.log(`  ${line}`),
-  });
-  const machine = describeMachine({
-    timing,
-    ...prepared.settings,
-    harness: {
-      ...settings,
-      gc: collector.how,
-      reported: `median of ${settings.rounds} rounds; ${reported[timing]}`,
-    },
-  });
-  const file = buildResults(suite.name, machine, results);
-  console.log('');
-  console.log(formatTable(results, file));
-  for (const line of prepared.skipped) console.log(`SKIPPED: ${line}`);
+
+/** Writes the results file of a complete run; a partial or quick one writes nothing. */
+function finish(file: ResultsFile, name: string): void {
   if (only || values.quick) {
     console.log('\n(partial or quick run: results file not written)');
-  } else {
-    const name = timing === 'batch' ? suite.name : `${suite.name}.${timing}`;
-    const path = join(import.meta.dirname, '..', 'results', `${name}.json`);
-    writeResults(path, file);
-    console.log(`\nwrote ${path}`);
+    return;
   }
-} finally {
-  await prepared.close();
+  const path = join(import.meta.dirname, '..', 'results', `${name}.json`);
+  writeResults(path, file);
+  console.log(`\nwrote ${path}`);
 }
+
+if ('selfTimed' in suite) {
+  if (timing !== 'batch') {
+    console.error(`suite ${suite.name} times its own cases: --timing does not apply`);
+    process.exit(2);
+  }
+  await runSelfTimed(suite);
+} else await runHarnessSuite(suite, timing);
 console.log(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+async function runSelfTimed(suite: SelfTimedSuite): Promise<void> {
+  const prepared = await suite.prepare({
+    quick: values.quick,
+    only,
+    log: (line) => console.log(`  ${line}`),
+  });
+  try {
+    const run = await prepared.run();
+    if (run.results.length === 0) throw new Error(`no case ran${only ? ` (--only ${values.only})` : ''}`);
+    const file = buildResults(suite.name, describeMachine(run.settings), run.results, prepared.counterpart);
+    console.log('');
+    console.log(formatTable(run.results, file));
+    for (const line of run.skipped) console.log(`SKIPPED: ${line}`);
+    finish(file, suite.name);
+  } finally {
+    await prepared.close();
+  }
+}
+
+async function runHarnessSuite(suite: Suite, timing: Timing): Promise<void> {
+  const settings = values.quick ? quickSettings : defaultSettings;
+  const collector = findCollector();
+  const prepared = await suite.prepare();
+  try {
+    const cases = only ? prepared.cases.filter((c) => only.includes(c.case)) : prepared.cases;
+    if (cases.length === 0) throw new Error(`no case matches --only ${values.only}`);
+    console.log(
+      `suite ${suite.name}: ${cases.length} cases, ${timing} timing, ${settings.rounds} round(s), ` +
+        `GC: ${collector.how}`,
+    );
+    for (const line of prepared.skipped) console.log(`SKIPPED: ${line}`);
+    const results = await runCases(cases, {
+      settings,
+      timing,
+      collector,
+      log: (line) => console.log(`  ${line}`),
+    });
+    const machine = describeMachine({
+      timing,
+      ...prepared.settings,
+      harness: {
+        ...settings,
+        gc: collector.how,
+        reported: `median of ${settings.rounds} rounds; ${reported[timing]}`,
+      },
+    });
+    const file = buildResults(suite.name, machine, results);
+    console.log('');
+    console.log(formatTable(results, file));
+    for (const line of prepared.skipped) console.log(`SKIPPED: ${line}`);
+    finish(file, timing === 'batch' ? suite.name : `${suite.name}.${timing}`);
+  } finally {
+    await prepared.close();
+  }
+}

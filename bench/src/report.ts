@@ -25,6 +25,15 @@ export interface ResultsFile {
   readonly ratios: Record<string, Record<string, number>>;
 }
 
+/**
+ * The Stratus implementation a row is compared with, or undefined for none. By default every row is compared
+ * with the one named "stratus"; a suite with a Stratus row per backend (messaging) compares each peer with
+ * Stratus on the peer's backend. A row that is its own counterpart is a Stratus row.
+ */
+export type Counterpart = (impl: string) => string | undefined;
+
+const sameStratus: Counterpart = () => STRATUS;
+
 /** The box and the runtime, plus the suite's settings, so a results file says what produced it. */
 export function describeMachine(settings: Record<string, unknown>): Record<string, unknown> {
   const cpuList = cpus();
@@ -45,19 +54,22 @@ export function describeMachine(settings: Record<string, unknown>): Record<strin
 
 const significant = (value: number, digits: number) => Number(value.toPrecision(digits));
 
-/** Ratios of the Stratus implementation of each case against each peer in it (median ops/s of each). */
-export function computeRatios(rows: readonly ResultRow[]): Record<string, Record<string, number>> {
+/**
+ * Ratios of the Stratus implementation of each case against each peer in it (median ops/s of each): the peer's
+ * counterpart (see `Counterpart`) in the same case.
+ */
+export function computeRatios(
+  rows: readonly ResultRow[],
+  counterpart: Counterpart = sameStratus,
+): Record<string, Record<string, number>> {
   const ratios: Record<string, Record<string, number>> = {};
-  for (const stratus of rows) {
-    if (stratus.impl !== STRATUS) continue;
-    const peers: Record<string, number> = {};
-    for (const peer of rows) {
-      if (peer.case === stratus.case && peer.impl !== STRATUS) {
-        peers[peer.impl] = ratio(stratus.opsPerSec, peer.opsPerSec);
-      }
-    }
-    // A Stratus-only case (no peer) has no ratio to give.
-    if (Object.keys(peers).length > 0) ratios[stratus.case] = peers;
+  for (const peer of rows) {
+    const stratusImpl = counterpart(peer.impl);
+    if (stratusImpl === undefined || stratusImpl === peer.impl) continue;
+    const stratus = rows.find((row) => row.case === peer.case && row.impl === stratusImpl);
+    // A Stratus-only case (no peer) has no ratio to give, nor a peer without its Stratus row.
+    if (stratus === undefined) continue;
+    ratios[peer.case] = { ...ratios[peer.case], [peer.impl]: ratio(stratus.opsPerSec, peer.opsPerSec) };
   }
   return ratios;
 }
@@ -66,17 +78,20 @@ export function buildResults(
   suite: string,
   machine: Record<string, unknown>,
   results: readonly CaseResult[],
+  counterpart?: Counterpart,
 ): ResultsFile {
   const rows = results.map(
     (r): ResultRow => ({
       case: r.case,
       impl: r.impl,
-      opsPerSec: Math.round(r.summary.opsPerSec),
+      // Whole numbers, except the slow rates of time-to-event cases (a 5 s redelivery is 0.2/s).
+      opsPerSec:
+        r.summary.opsPerSec >= 100 ? Math.round(r.summary.opsPerSec) : significant(r.summary.opsPerSec, 3),
       p50Ms: significant(r.summary.p50Ms, 4),
       p99Ms: significant(r.summary.p99Ms, 4),
     }),
   );
-  return { suite, machine, results: rows, ratios: computeRatios(rows) };
+  return { suite, machine, results: rows, ratios: computeRatios(rows, counterpart) };
 }
 
 export function writeResults(path: string, file: ResultsFile): void {
@@ -88,6 +103,7 @@ export function writeResults(path: string, file: ResultsFile): void {
 export function formatRate(opsPerSec: number): string {
   if (opsPerSec >= 1e6) return `${(opsPerSec / 1e6).toFixed(2)} M`;
   if (opsPerSec >= 1e3) return `${(opsPerSec / 1e3).toFixed(1)} k`;
+  if (opsPerSec < 10) return opsPerSec.toPrecision(3);
   return opsPerSec.toFixed(0);
 }
 
@@ -107,9 +123,13 @@ export function overheadNs(result: CaseResult, baseline: CaseResult | undefined)
   return 1e9 / result.summary.opsPerSec - 1e9 / baseline.summary.opsPerSec;
 }
 
-/** A plain-text table: one row per case and implementation, peers showing Stratus ÷ their ops/s. */
+/**
+ * A plain-text table: one row per case and implementation, peers showing Stratus ÷ their ops/s. The "ns/op over
+ * bare" column is shown when there is a baseline case to measure it against.
+ */
 export function formatTable(results: readonly CaseResult[], file: ResultsFile): string {
   const baseline = results.find((r) => r.case === BASELINE_CASE);
+  const overheadColumn = baseline === undefined ? [] : ['ns/op over bare'];
   const header = [
     'case',
     'impl',
@@ -117,7 +137,7 @@ export function formatTable(results: readonly CaseResult[], file: ResultsFile): 
     'range (rounds)',
     'p50 ms',
     'p99 ms',
-    'ns/op over bare',
+    ...overheadColumn,
     'stratus ÷ impl',
   ];
   const lines: string[][] = [header];
@@ -132,7 +152,7 @@ export function formatTable(results: readonly CaseResult[], file: ResultsFile): 
       `${formatRate(s.minOpsPerSec)} – ${formatRate(s.maxOpsPerSec)}`,
       formatMs(s.p50Ms),
       formatMs(s.p99Ms),
-      overhead === undefined ? '' : overhead.toFixed(0),
+      ...(baseline === undefined ? [] : [overhead === undefined ? '' : overhead.toFixed(0)]),
       versus === undefined ? '' : `${versus.toFixed(2)}x`,
     ]);
   }
