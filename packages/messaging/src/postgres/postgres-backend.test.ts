@@ -4,21 +4,14 @@ import { postgresForSuite, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import type { OutgoingMessage, QueueSettings } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
+import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
 import { type PostgresMessageBackend, postgresMessageBackend } from './postgres-backend.js';
 import { topicPatternRegex } from './topic-regex.js';
 
 const suite = await postgresForSuite('messaging-postgres');
 
-const settings: QueueSettings = {
-  lockDurationMs: 30_000,
-  maxDeliveryCount: 10,
-  duplicateWindowMs: 60_000,
-  defaultTtlMs: undefined,
-  maxMessageBytes: 256 * 1024,
-  priority: { policy: 'strict' },
-  sessions: false,
-};
+const settings: QueueSettings = { ...DEFAULT_QUEUE_SETTINGS, duplicateWindowMs: 60_000 };
 const T0 = 1_750_000_000_000;
 const text = (value: string) => new TextEncoder().encode(value);
 const msg = (id: string, extra: Partial<OutgoingMessage> = {}): OutgoingMessage => ({

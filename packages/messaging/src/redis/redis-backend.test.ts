@@ -18,20 +18,13 @@ import type {
 } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { MemoryMessageBackend } from '../memory/memory-backend.js';
+import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { subscriptionMatches } from '../routing.js';
 import { redisMessageBackend } from './redis-backend.js';
 
 const suite = await redisForSuite('messaging-redis');
 
-const settings: QueueSettings = {
-  lockDurationMs: 30_000,
-  maxDeliveryCount: 10,
-  duplicateWindowMs: 60_000,
-  defaultTtlMs: undefined,
-  maxMessageBytes: 256 * 1024,
-  priority: { policy: 'strict' },
-  sessions: false,
-};
+const settings: QueueSettings = { ...DEFAULT_QUEUE_SETTINGS, duplicateWindowMs: 60_000 };
 const T0 = 1_750_000_000_000;
 const msg = (id: string) => ({ id, body: new TextEncoder().encode(id) });
 

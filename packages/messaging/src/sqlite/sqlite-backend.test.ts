@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test';
 import { type ChildHandle, runChild } from '@stratus/testkit';
 import type { QueueSettings } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
+import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from './driver.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
 import { BackendClosedError, sqliteMessageBackend } from './sqlite-backend.js';
@@ -26,15 +27,7 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
   );
 }
 
-const settings: QueueSettings = {
-  lockDurationMs: 30_000,
-  maxDeliveryCount: 10,
-  duplicateWindowMs: 60_000,
-  defaultTtlMs: undefined,
-  maxMessageBytes: 256 * 1024,
-  priority: { policy: 'strict' },
-  sessions: false,
-};
+const settings: QueueSettings = { ...DEFAULT_QUEUE_SETTINGS, duplicateWindowMs: 60_000 };
 const T0 = 1_750_000_000_000;
 const body = (text: string) => new TextEncoder().encode(text);
 const worker = new URL('./fixtures/sqlite-worker.ts', import.meta.url);
