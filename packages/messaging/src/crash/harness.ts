@@ -31,7 +31,7 @@ export function messageIds(count: number, prefix = 'm'): string[] {
   return Array.from({ length: count }, (_, i) => `${prefix}${i}`);
 }
 
-/** When one batch send started and when it was acknowledged (performance.now()). */
+/** When one batch send started and when it was acknowledged (Date.now(), comparable across processes). */
 export interface SendTiming {
   readonly startedAt: number;
   readonly endedAt: number;
@@ -50,9 +50,9 @@ export async function sendAll(
   const timings: SendTiming[] = [];
   for (let i = 0; i < ids.length; i += batchSize) {
     if (i > 0 && options.gapMs) await delay(options.gapMs);
-    const startedAt = performance.now();
+    const startedAt = Date.now();
     await queue.sendBatch(ids.slice(i, i + batchSize).map((id, j) => ({ id, body: i + j })));
-    timings.push({ startedAt, endedAt: performance.now() });
+    timings.push({ startedAt, endedAt: Date.now() });
   }
   return timings;
 }
@@ -70,12 +70,22 @@ export class InboxDatabase {
     this.#database = openSqlite(path);
     new SqliteInbox({ database: this.#database });
     this.#database.exec(`
-      CREATE TABLE IF NOT EXISTS effects (id TEXT NOT NULL, delivery_count INTEGER NOT NULL, pid INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS effects (
+        id TEXT NOT NULL, delivery_count INTEGER NOT NULL, pid INTEGER NOT NULL, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS duplicates (id TEXT NOT NULL, delivery_count INTEGER NOT NULL);`);
   }
 
   effectCount(): number {
     return this.#database.prepare('SELECT count(*) AS n FROM effects').get<{ n: number }>()?.n ?? 0;
+  }
+
+  /** When worker `pid` last recorded an effect (Date.now() of its clock), if ever. */
+  lastEffectOf(pid: number): number | undefined {
+    return (
+      this.#database
+        .prepare('SELECT max(at) AS at FROM effects WHERE pid = ?')
+        .get<{ at: number | null }>(pid)?.at ?? undefined
+    );
   }
 
   /** What happened to the messages `ids`, for the final assertions. */
@@ -88,11 +98,12 @@ export class InboxDatabase {
         .map((r) => [r.id, r.n]),
     );
     const one = <T>(sql: string) => db.prepare(sql).get<T>() as T;
+    const sent = new Set(ids);
     return {
       effects: one<{ n: number }>('SELECT count(*) AS n FROM effects').n,
       missing: ids.filter((id) => !counts.has(id)),
       doubled: [...counts].filter(([, n]) => n > 1).map(([id]) => id),
-      unexpected: [...counts.keys()].filter((id) => !ids.includes(id)),
+      unexpected: [...counts.keys()].filter((id) => !sent.has(id)),
       // Each message was delivered at least as often as the highest delivery count seen for it.
       deliveries: one<{ n: number }>(`
         SELECT coalesce(sum(most), 0) AS n FROM (
@@ -128,6 +139,8 @@ export interface CrashOutcome {
 
 interface Worker {
   readonly child: ChildHandle;
+  /** Never picked for a kill. */
+  readonly spared: boolean;
   /** Resolves true once the worker consumes, false if it ended before. */
   readonly ready: Promise<boolean>;
 }
@@ -146,8 +159,10 @@ export class WorkerPool {
     this.#env = env;
   }
 
-  start(count = 1): void {
-    if (this.#closed) return;
+  /** Starts `count` workers; `spared` ones are never killed (they must ride out whatever else happens). */
+  start(count = 1, options: { spared?: boolean } = {}): ChildHandle[] {
+    const children: ChildHandle[] = [];
+    if (this.#closed) return children;
     for (let i = 0; i < count; i++) {
       const child = runChild(this.#fixture, { env: this.#env, lifetimeMs: 120_000 });
       const ready = child
@@ -156,14 +171,16 @@ export class WorkerPool {
           () => true,
           () => false,
         );
-      this.#workers.add({ child, ready });
+      this.#workers.add({ child, ready, spared: options.spared ?? false });
       this.started++;
+      children.push(child);
     }
+    return children;
   }
 
   /** SIGKILLs a worker picked by `random`, waits until it is gone, and starts a replacement. */
   async killOne(random: () => number): Promise<void> {
-    const workers = [...this.#workers];
+    const workers = [...this.#workers].filter((worker) => !worker.spared);
     const victim = workers[Math.floor(random() * workers.length)];
     if (victim === undefined) return;
     this.#workers.delete(victim);
@@ -229,6 +246,8 @@ export interface CrashScenarioOptions {
   readonly lockMs?: number;
   /** Runs while the second half is sent and workers get killed (a server restart). */
   readonly disrupt?: () => Promise<void>;
+  /** Workers among the first ones that are never killed (to show that they ride out `disrupt`); default 0. */
+  readonly spared?: number;
   /** Real-time bound of the drain, from the start of the second half. */
   readonly drainTimeoutMs?: number;
 }
@@ -241,6 +260,8 @@ export interface CrashReport {
   readonly started: number;
   /** The batches of the second half. */
   readonly sends: SendTiming[];
+  /** The workers that were never killed: when each last recorded an effect, how often its receive failed. */
+  readonly spared: { lastEffectAt: number | undefined; receiveFailures: number }[];
   /** How the last workers ended on SIGTERM. */
   readonly exits: ChildExit[];
   readonly stderr: string[];
@@ -279,7 +300,9 @@ export async function runCrashScenario(options: CrashScenarioOptions): Promise<C
   let finished = false;
   try {
     await sendAll(queue, ids.slice(0, count / 2));
-    pool.start(options.workers ?? 3);
+    const spared = options.spared ?? 0;
+    const sparedChildren = pool.start(spared, { spared: true });
+    pool.start((options.workers ?? 3) - spared);
     await waitUntil(
       paced(() => inbox.effectCount() >= count / 10),
       'the workers are busy',
@@ -315,6 +338,13 @@ export async function runCrashScenario(options: CrashScenarioOptions): Promise<C
       kills: pool.kills,
       started: pool.started,
       sends,
+      spared: sparedChildren.map((child) => ({
+        lastEffectAt: inbox.lastEffectOf(child.pid),
+        receiveFailures:
+          child.messages
+            .map((m) => m as { type?: string; receiveFailures?: number })
+            .find((m) => m.type === 'closed')?.receiveFailures ?? 0,
+      })),
       exits,
       stderr,
       durationMs: Math.round(performance.now() - started),
@@ -336,7 +366,7 @@ export async function crashAndCheck(
   label: string,
   backendUrl: string,
   seed: number,
-  options: { disrupt?: () => Promise<void>; settingsCacheMs?: number } = {},
+  options: { disrupt?: () => Promise<void>; spared?: number; settingsCacheMs?: number } = {},
 ): Promise<CrashReport> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-crash-'));
   const messaging = new Messaging({
@@ -351,11 +381,13 @@ export async function crashAndCheck(
       seed,
       messages: MESSAGES,
       disrupt: options.disrupt,
+      spared: options.spared,
     });
     const { outcome, stats } = report;
     console.log(
       `  ${label}: ${MESSAGES} messages in ${report.durationMs} ms, ${report.kills} kills ` +
-        `(${report.started} workers started), ≥ ${outcome.deliveries} deliveries, ${outcome.duplicates} caught by the inbox`,
+        `(${report.started} workers started, ${outcome.workers} took effects), ≥ ${outcome.deliveries} deliveries, ` +
+        `${outcome.duplicates} caught by the inbox`,
     );
     assert.deepEqual(outcome.missing, [], 'every message took effect');
     assert.deepEqual(outcome.doubled, [], 'no effect happened twice');
