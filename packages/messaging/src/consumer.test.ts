@@ -5,7 +5,7 @@ import { tokenBucket } from '@stratus/resilience';
 import { flushMicrotasks, VirtualClock, waitUntil } from '@stratus/testkit';
 import { DEAD_LETTER_MAX_DELIVERIES } from './backend.js';
 import { ConsumerClosedError } from './consumer.js';
-import { MessageLockLostError } from './errors.js';
+import { MessageLockLostError, UnknownQueueError } from './errors.js';
 import type { ConsumerEvent } from './events.js';
 import { MemoryMessageBackend } from './memory/memory-backend.js';
 import { Messaging } from './messaging.js';
@@ -286,6 +286,23 @@ describe('Consumer', () => {
     await consumer.close();
     assert.deepEqual(seen, [5]);
     assert.equal((await queue.listDeadLetters())[0]?.id, 'garbage');
+  });
+
+  it('waits for a queue that does not exist yet instead of failing', async () => {
+    const { messaging, clock, events } = await setup();
+    const seen: number[] = [];
+    const consumer = messaging.consume<number>('later', (message) => {
+      seen.push(message.body);
+    });
+    await waitUntil(() => events.some((e) => e.type === 'receive-failed'), 'the first receive failed');
+    const failure = events.find((e) => e.type === 'receive-failed');
+    assert.ok(failure?.type === 'receive-failed' && failure.error instanceof UnknownQueueError);
+    await messaging.createQueue('later');
+    await messaging.queue<number>('later').send(9);
+    for (let i = 0; i < 20 && seen.length === 0; i++) await clock.advance(1000);
+    await waitUntil(() => seen.length === 1, 'the message was handled once the queue existed');
+    await consumer.close();
+    assert.deepEqual(seen, [9]);
   });
 
   it('lets the handler settle the message itself', async () => {

@@ -216,7 +216,6 @@ export class Consumer<T> {
     const unwatch = messaging.backend.watch(name, () => this.#signal());
     let failures = 0;
     try {
-      const lockMs = this.#lockMs ?? (await this.#settings()).lockDurationMs;
       while (!this.#closing) {
         const window = this.#concurrency + this.#prefetch;
         // Completions in flight may overlap one more window of receives, not more: a slow backend slows us down.
@@ -225,14 +224,19 @@ export class Consumer<T> {
           await this.#idle(Number.POSITIVE_INFINITY, false);
           continue;
         }
+        let lockMs: number;
         let result: Awaited<ReturnType<typeof messaging.backend.receive>>;
+        let accepted: ReceivedMessage<T>[];
         try {
+          // Inside the try: an unreachable backend or a queue not created yet is retried, never fatal.
+          lockMs = this.#lockMs ?? (await this.#settings()).lockDurationMs;
           this.#signalled = false;
           result = await messaging.backend.receive(name, {
             max: capacity,
             lockMs,
             now: messaging.clock.now(),
           });
+          accepted = result.messages.length === 0 ? [] : await this.queue.accept(result.messages);
           failures = 0;
         } catch (error) {
           failures++;
@@ -246,7 +250,6 @@ export class Consumer<T> {
           continue;
         }
         const receivedAt = messaging.clock.monotonic();
-        const accepted = await this.queue.accept(result.messages);
         for (const message of accepted) {
           const job = new Job(message, receivedAt);
           this.#held.add(job);

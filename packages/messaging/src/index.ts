@@ -22,6 +22,7 @@ export * from './received-message.js';
 export * from './redis/redis-backend.js';
 export * from './request-reply.js';
 export * from './routing.js';
+export * from './shutdown.js';
 export * from './sqlite/driver.js';
-export * from './sqlite/sqlite-backend.js';
 export * from './sqlite/migrations.js';
+export * from './sqlite/sqlite-backend.js';
