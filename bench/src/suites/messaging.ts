@@ -6,7 +6,7 @@
  * Stratus on its own backend.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CaseResult, PreparedSelfTimedSuite, SelfTimedOptions, SelfTimedSuite } from '../harness.js';
 import { acquireRedis, type RedisTarget } from '../redis.js';
@@ -136,6 +136,8 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
   const definitions = options.only
     ? messagingCases.filter((definition) => options.only?.includes(definition.name))
     : messagingCases;
+  // Other work on a 2-core box moves every number: the load as the run starts, beside the one at its end.
+  const loadAverageAtStart = loadavg().map((load) => Number(load.toFixed(2)));
   const servers = await startServers();
   const contenders = new Contenders(servers);
   let serial = 0;
@@ -153,6 +155,7 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
       const chosen: Contender[] = [];
       for (const [impl, implementation] of Object.entries(implementations)) {
         if (definition.backends && !definition.backends.includes(implementation.backend)) continue;
+        if (definition.stratusOnly && implementation.versus !== undefined) continue;
         const contender = await contenders.get(impl, definition.postgres);
         if (typeof contender === 'string') {
           if (!skipped.includes(contender)) skipped.push(contender);
@@ -179,7 +182,8 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
         };
       }
     }
-    return { results, skipped, settings: settingsOf(scale, definitions, servers, contenders.drivers, rows) };
+    const settings = settingsOf(scale, definitions, servers, contenders.drivers, rows);
+    return { results, skipped, settings: { loadAverageAtStart, ...settings } };
   };
 
   return {

@@ -54,6 +54,8 @@ export const quickScale: Scale = {
 export const BULK_BATCH = 1000;
 export const HIGH_CONCURRENCY = 50;
 export const PRODUCERS = 50;
+/** Prefetch of the Stratus-only `process-c1-prefetch` case. */
+export const C1_PREFETCH = 10;
 /** Pause between latency samples, so the worker is back in its idle wait when the next job comes. */
 export const LATENCY_GAP_MS = 10;
 
@@ -75,6 +77,8 @@ export interface CaseDefinition {
   readonly backends?: readonly BackendKind[];
   /** Only implementations with a batching mode. */
   readonly batched?: boolean;
+  /** Only the Stratus implementations (an option no peer has): no ratios. */
+  readonly stratusOnly?: boolean;
   /** Counts of throughput measurements are multiples of this. */
   readonly step: number;
   measure(context: MeasureContext, count: number, capMs: number): Promise<Measurement>;
@@ -139,6 +143,18 @@ export const messagingCases: CaseDefinition[] = [
     measure: (context, count, capMs) =>
       onFreshQueue(context, (queue) =>
         process(queue, count, capMs, { concurrency: 1, batched: false }, BULK_BATCH),
+      ),
+  },
+  {
+    name: 'process-c1-prefetch',
+    description: `Stratus only: the same with prefetch ${C1_PREFETCH} (receives ahead, hiding the receive round trip)`,
+    kind: 'throughput',
+    postgres: 'durable',
+    stratusOnly: true,
+    step: 10,
+    measure: (context, count, capMs) =>
+      onFreshQueue(context, (queue) =>
+        process(queue, count, capMs, { concurrency: 1, batched: false, prefetch: C1_PREFETCH }, BULK_BATCH),
       ),
   },
   {

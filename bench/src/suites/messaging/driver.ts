@@ -51,6 +51,8 @@ export interface ConsumeOptions {
   readonly concurrency: number;
   /** Fetch and settle in large batches (the implementation's batching mode); only where `batching` is set. */
   readonly batched: boolean;
+  /** Stratus only (its cases alone set it): messages received ahead of free handler slots. */
+  readonly prefetch?: number;
 }
 
 /** A job's handler: resolves at once for a no-op; a crash worker's never resolves. */

@@ -106,7 +106,7 @@ describe('messaging runner', () => {
     const outcome = await runCase(definition('add-one'), [contender(fakeDriver('slow', [], 2))], options);
     const row = outcome.rows.slow;
     assert.ok(row !== undefined && row.reduced === true && row.count < tiny.jobs && row.count % 10 === 0);
-    assert.match(outcome.results[0]?.note ?? '', /jobs per round \(slow\)/);
+    assert.match(outcome.results[0]?.note ?? '', /jobs per round \(sized to the warm-up's rate\)/);
   });
 
   it('reports an implementation that fails instead of stopping the run', async () => {

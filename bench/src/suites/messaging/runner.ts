@@ -176,7 +176,8 @@ const roundUp = (n: number, step: number) => Math.max(step, Math.ceil(n / step) 
 /** Says where a row departs from the suite's counts. */
 function noteOf(definition: CaseDefinition, row: RowSettings, rounds: number): string | undefined {
   const notes: string[] = [];
-  if (row.reduced) notes.push(`${row.count.toLocaleString('en-US')} jobs per round (slow)`);
+  if (row.reduced)
+    notes.push(`${row.count.toLocaleString('en-US')} jobs per round (sized to the warm-up's rate)`);
   const short = row.done.filter((done) => done < row.count);
   if (definition.kind === 'redelivery' && short.length > 0) {
     notes.push(

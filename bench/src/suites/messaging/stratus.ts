@@ -27,10 +27,13 @@ import type {
 /** Messages received per call in the batched mode: the same 500 as Graphile Worker's local queue there. */
 export const STRATUS_BATCH = 500;
 
-/** Consumer options of a mode: prefetch 0 unbatched (each receive asks for the free handler slots only). */
+/**
+ * Consumer options of a mode: prefetch 0 unbatched (each receive asks for the free handler slots only), unless
+ * the case sets one.
+ */
 export function stratusConsumerOptions(options: ConsumeOptions): { concurrency: number; prefetch: number } {
-  const prefetch = options.batched ? Math.max(0, STRATUS_BATCH - options.concurrency) : 0;
-  return { concurrency: options.concurrency, prefetch };
+  const batched = options.batched ? Math.max(0, STRATUS_BATCH - options.concurrency) : 0;
+  return { concurrency: options.concurrency, prefetch: options.prefetch ?? batched };
 }
 
 /** A backend kept for the whole run (PostgreSQL, Redis), or one SQLite file per queue. */
