@@ -14,7 +14,6 @@ export const JSON_CONTENT_TYPE = 'application/json';
 export const BINARY_CONTENT_TYPE = 'application/octet-stream';
 export const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -27,7 +26,8 @@ export const defaultCodec: Codec = {
     const json = JSON.stringify(body);
     // JSON.stringify(undefined) and functions give undefined: there is nothing to send.
     if (json === undefined) throw new TypeError(`cannot encode a message body of type ${typeof body}`);
-    return { bytes: encoder.encode(json), contentType: JSON_CONTENT_TYPE };
+    // Buffer.from takes small strings from a shared pool: cheaper than TextEncoder's fresh allocation each time.
+    return { bytes: Buffer.from(json, 'utf8'), contentType: JSON_CONTENT_TYPE };
   },
   decode(bytes, contentType) {
     if (contentType === undefined || contentType.startsWith(JSON_CONTENT_TYPE)) {

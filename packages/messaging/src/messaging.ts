@@ -5,6 +5,7 @@ import {
   InvalidOptionsError,
   StratusError,
   systemClock,
+  type TimerHandle,
 } from '@stratus/core';
 import { type RetryPolicy, retry } from '@stratus/resilience';
 import type {
@@ -322,18 +323,34 @@ export class QueueClient<T> implements Settler {
     const { messaging } = this;
     const max = options.max ?? 1;
     const lockMs = options.lockMs ?? (await messaging.settingsOf(this.name)).lockDurationMs;
-    const deadline = messaging.clock.monotonic() + (options.waitMs ?? 0);
-    for (;;) {
+    const waitMs = options.waitMs ?? 0;
+    if (waitMs <= 0) {
       const result = await messaging.backend.receive(this.name, { max, lockMs, now: messaging.clock.now() });
-      if (result.messages.length > 0) return this.accept(result.messages);
-      const remaining = deadline - messaging.clock.monotonic();
-      if (remaining <= 0 || options.signal?.aborted) return [];
-      await waitForMessages(
-        messaging,
-        this.name,
-        Math.min(remaining, dueIn(messaging.clock, result.nextDueAt)),
-        options.signal,
-      );
+      return this.accept(result.messages);
+    }
+    // Watch before looking, so a message sent between an empty receive and the wait still wakes us.
+    const wakeUp = new WakeUp();
+    const unwatch = messaging.backend.watch(this.name, () => wakeUp.signal());
+    try {
+      const deadline = messaging.clock.monotonic() + waitMs;
+      for (;;) {
+        wakeUp.reset();
+        const result = await messaging.backend.receive(this.name, {
+          max,
+          lockMs,
+          now: messaging.clock.now(),
+        });
+        if (result.messages.length > 0) return this.accept(result.messages);
+        const remaining = deadline - messaging.clock.monotonic();
+        if (remaining <= 0 || options.signal?.aborted) return [];
+        await wakeUp.wait(
+          messaging.clock,
+          Math.min(remaining, dueIn(messaging.clock, result.nextDueAt)),
+          options.signal,
+        );
+      }
+    } finally {
+      unwatch();
     }
   }
 
@@ -510,11 +527,14 @@ async function sendOffloaded<R>(
   destination: string,
   prepared: readonly OutgoingMessage[],
   maxBytes: number,
-  send: (outgoing: OutgoingMessage[], now: number) => Promise<R[]>,
+  send: (outgoing: readonly OutgoingMessage[], now: number) => Promise<R[]>,
   kept: (outcome: R) => boolean,
 ): Promise<R[]> {
   const { offloader } = messaging;
-  const outgoing = await Promise.all(prepared.map((message) => offloadOutgoing(message, offloader)));
+  const outgoing =
+    offloader === undefined
+      ? prepared
+      : await Promise.all(prepared.map((message) => offloadOutgoing(message, offloader)));
   const release = async (indexes: number[]) => {
     for (const i of indexes) {
       if (outgoing[i] !== prepared[i]) await offloader?.release(outgoing[i]?.headers).catch(() => {});
@@ -541,23 +561,34 @@ export function dueIn(clock: Clock, dueAt: number | undefined): number {
   return dueAt === undefined ? Number.POSITIVE_INFINITY : Math.max(1, dueAt - clock.now());
 }
 
-/** Resolves when the backend signals the queue, after `ms`, or when `signal` aborts, whichever comes first. */
-export function waitForMessages(
-  messaging: Messaging,
-  queue: string,
-  ms: number,
-  signal?: AbortSignal,
-): Promise<void> {
-  return new Promise<void>((resolve) => {
-    let timer: unknown;
-    const done = () => {
-      stop();
-      if (timer !== undefined) messaging.clock.clearTimeout(timer as never);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const stop = messaging.backend.watch(queue, done);
-    if (Number.isFinite(ms)) timer = messaging.clock.setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
+/** A wake-up that is not lost when it comes before anyone waits for it. */
+class WakeUp {
+  #signalled = false;
+  #wake: (() => void) | undefined;
+
+  signal(): void {
+    this.#signalled = true;
+    this.#wake?.();
+  }
+
+  reset(): void {
+    this.#signalled = false;
+  }
+
+  /** Resolves on a signal (also one already given since reset), after `ms`, or when `abort` fires. */
+  wait(clock: Clock, ms: number, abort?: AbortSignal): Promise<void> {
+    if (this.#signalled || abort?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let timer: TimerHandle | undefined;
+      const done = () => {
+        this.#wake = undefined;
+        if (timer !== undefined) clock.clearTimeout(timer);
+        abort?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.#wake = done;
+      if (Number.isFinite(ms)) timer = clock.setTimeout(done, ms);
+      abort?.addEventListener('abort', done, { once: true });
+    });
+  }
 }

@@ -1,5 +1,5 @@
 import { assertDuration, uuidv7 } from '@stratus/core';
-import type { MessageProperties, OutgoingMessage } from './backend.js';
+import type { OutgoingMessage } from './backend.js';
 import type { Codec } from './codec.js';
 import { InvalidMessageError } from './errors.js';
 import { assertHeaders, assertMessageId, assertOptionalText, assertPriority } from './options.js';
@@ -85,7 +85,7 @@ export function buildOutgoing<T>(message: MessageToSend<T>, context: OutgoingCon
   } catch (error) {
     throw new InvalidMessageError('body', error instanceof Error ? error.message : String(error));
   }
-  const properties: MessageProperties = {
+  return {
     id,
     contentType: message.contentType ?? encoded.contentType,
     correlationId: message.correlationId,
@@ -94,8 +94,10 @@ export function buildOutgoing<T>(message: MessageToSend<T>, context: OutgoingCon
     headers: message.headers,
     sessionId: message.sessionId,
     priority: message.priority ?? 0,
+    body: encoded.bytes,
+    availableAt,
+    expiresAt,
   };
-  return { ...properties, body: encoded.bytes, availableAt, expiresAt };
 }
 
 /** Moves a large body to the claim check, leaving a reference in the message. */
