@@ -5,6 +5,7 @@
  * and batched; idle enqueue-to-start latency; time to redelivery after a SIGKILL. Each peer is compared with
  * Stratus on its own backend.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,22 @@ import { acquirePostgres, type PostgresTarget } from './messaging/servers.js';
 import { STRATUS_BATCH } from './messaging/stratus.js';
 
 type PostgresRole = CaseDefinition['postgres'];
+
+/** The commit the run measured, and whether the packages' sources differed from it (several people edit them). */
+function sourceVersion(): Record<string, unknown> {
+  const git = (...args: string[]) =>
+    execFileSync('git', args, {
+      cwd: import.meta.dirname,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  try {
+    const changed = git('status', '--porcelain', '--', '../../../packages').split('\n').filter(Boolean);
+    return { commit: git('rev-parse', '--short', 'HEAD'), uncommittedPackageFiles: changed.length };
+  } catch {
+    return { commit: 'unknown (no git)' };
+  }
+}
 
 const describeError = (error: unknown) =>
   error instanceof Error ? error.message.split('\n')[0] : String(error);
@@ -138,6 +155,7 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
     : messagingCases;
   // Other work on a 2-core box moves every number: the load as the run starts, beside the one at its end.
   const loadAverageAtStart = loadavg().map((load) => Number(load.toFixed(2)));
+  const source = sourceVersion();
   const servers = await startServers();
   const contenders = new Contenders(servers);
   let serial = 0;
@@ -183,7 +201,7 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
       }
     }
     const settings = settingsOf(scale, definitions, servers, contenders.drivers, rows);
-    return { results, skipped, settings: { loadAverageAtStart, ...settings } };
+    return { results, skipped, settings: { source, loadAverageAtStart, ...settings } };
   };
 
   return {
