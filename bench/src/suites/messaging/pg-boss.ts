@@ -80,7 +80,8 @@ export function pgBossDriver(spec: DriverSpec): Driver {
           const id = await boss.work<JobData>(name, workOptions(consume), async (jobs) => {
             await Promise.all(jobs.map((job) => onJob(job.data)));
           });
-          return { stop: () => boss.offWork(name, { id, wait: false }) };
+          // Waits for the batch in hand to settle: a job still held at stop() would be failed on a deleted queue.
+          return { stop: () => boss.offWork(name, { id, wait: true }) };
         },
         async dispose() {
           await boss.deleteQueue(name);
