@@ -785,9 +785,19 @@ export async function postgresForSuite(name: string): Promise<PostgresSuite> {
     database,
     skip: false,
     release: once(async () => {
-      await withPostgres(adminUrl, (client) =>
-        client.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`),
-      );
+      await withPostgres(adminUrl, async (client) => {
+        // Connections a suite just closed may still be on their way out: give them up to 2 s before cutting
+        // them (FORCE), which would surface in the suite as an error event after its tests ended.
+        for (let waited = 0; waited < 2_000; waited += 50) {
+          const { rows } = await client.query(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+            [database],
+          );
+          if (rows[0]?.n === 0) break;
+          await delay(50);
+        }
+        await client.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+      });
     }),
   };
 }
