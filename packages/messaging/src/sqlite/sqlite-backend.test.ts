@@ -184,6 +184,9 @@ describe('SQLite message backend', () => {
     const reports = await withChildren(children, async () => {
       await Promise.all(children.map((child) => child.nextMessage(isType('ready'), 30_000)));
       for (const child of children) child.send({ go: true });
+      // Each holds a locked first batch before either goes on: both take part, whatever the scheduling.
+      await Promise.all(children.map((child) => child.nextMessage(isType('first'), 30_000)));
+      for (const child of children) child.send({ next: true });
       return Promise.all(
         children.map((child) => child.nextMessage<{ ids: string[] }>(isType('done'), 30_000)),
       );
