@@ -1,1 +1,6 @@
-export {};
+export * from './append-rules.js';
+export * from './backend.js';
+export * from './errors.js';
+export * from './event-store.js';
+export * from './event-types.js';
+export * from './memory/memory-event-store.js';

@@ -1,0 +1,149 @@
+/**
+ * The port every event store backend implements (memory, SQLite, PostgreSQL). `contract.ts` is its executable
+ * definition: one suite, run against each backend. Backends store what the `EventStore` facade hands them
+ * (validated events, ids assigned, data and metadata already JSON text) and never see user objects.
+ *
+ * Versions and positions:
+ * - a stream's events are numbered 1, 2, 3... (its version is the number of the last one; 0: no stream);
+ * - every event also gets a global position, increasing in commit order as far as readers can tell: `readAll`
+ *   only returns events that no still-running append can precede, so a subscriber that checkpoints the last
+ *   position it saw never skips an event (on PostgreSQL concurrent appends take positions out of commit order:
+ *   see postgres/schema.ts for how reads wait for them).
+ */
+import type { Unsubscribe } from '@stratus/core';
+
+/** What the stream's version must be for an append to go ahead. A number is the exact version (0: no stream). */
+export type ExpectedVersion = number | 'any' | 'no-stream' | 'stream-exists';
+
+/** An event ready to store. */
+export interface EventToStore {
+  readonly id: string;
+  readonly type: string;
+  /** JSON text. */
+  readonly data: string;
+  /** JSON text of an object. */
+  readonly metadata: string;
+  readonly schemaVersion: number;
+}
+
+export interface AppendRequest {
+  readonly streamName: string;
+  readonly expectedVersion: ExpectedVersion;
+  readonly events: readonly EventToStore[];
+  /** Epoch ms, recorded on each event. */
+  readonly now: number;
+}
+
+export interface AppendResult {
+  readonly streamName: string;
+  /** The stream's version after the append: pass it as the next append's expected version. */
+  readonly nextExpectedVersion: number;
+  /** Global positions of the first and last event of this append (of the original append when a repeat). */
+  readonly firstPosition: number;
+  readonly lastPosition: number;
+  /**
+   * False when every event id was already stored by an earlier append of the same events to the same stream:
+   * nothing was written (an idempotent retry).
+   */
+  readonly written: boolean;
+}
+
+/** Event metadata: the correlation and causation ids plus whatever the application adds. */
+export interface EventMetadata {
+  readonly correlationId?: string;
+  readonly causationId?: string;
+  readonly [key: string]: unknown;
+}
+
+export interface RecordedEvent<Type extends string = string, Data = unknown> {
+  readonly id: string;
+  readonly type: Type;
+  readonly data: Data;
+  readonly metadata: EventMetadata;
+  readonly schemaVersion: number;
+  readonly streamName: string;
+  /** 1 for the stream's first event. */
+  readonly streamVersion: number;
+  readonly globalPosition: number;
+  /** Epoch ms when it was appended. */
+  readonly recordedAt: number;
+}
+
+export type ReadDirection = 'forwards' | 'backwards';
+
+export interface ReadStreamQuery {
+  /** Version to start at, inclusive: default 1 forwards, the last event backwards. */
+  readonly from?: number;
+  readonly direction?: ReadDirection;
+  /** At most this many events; default all. */
+  readonly maxCount?: number;
+}
+
+export interface ReadAllQuery {
+  /** Events after this global position (exclusive); default 0, the beginning. */
+  readonly after?: number;
+  /** At most this many; default 1000. */
+  readonly maxCount?: number;
+}
+
+export interface StreamInfo {
+  readonly streamName: string;
+  /** The part of the name before its first '-' (the whole name when it has none). */
+  readonly category: string;
+  readonly version: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ListStreamsQuery {
+  readonly category?: string;
+  /** Streams whose name sorts after this one (for paging). */
+  readonly after?: string;
+  /** Default 100. */
+  readonly limit?: number;
+}
+
+export interface StoredSnapshot {
+  readonly streamName: string;
+  /** The stream version the state includes. */
+  readonly version: number;
+  /** JSON text of the state. */
+  readonly state: string;
+  /** Version of the state's shape: a snapshot of another shape is ignored and the stream replayed. */
+  readonly schemaVersion: number;
+  readonly takenAt: number;
+}
+
+export interface EventStoreBackend {
+  readonly kind: string;
+  /** Throws WrongExpectedVersionError or DuplicateEventIdError, having written nothing. */
+  append(request: AppendRequest): Promise<AppendResult>;
+  readStream(streamName: string, query?: ReadStreamQuery): Promise<RecordedEvent[]>;
+  /** 0 when the stream does not exist. */
+  streamVersion(streamName: string): Promise<number>;
+  /** Events in global position order; only those no running append can precede (see the module comment). */
+  readAll(query?: ReadAllQuery): Promise<RecordedEvent[]>;
+  /** The global position of the last readable event (0 when none). */
+  headPosition(): Promise<number>;
+  listStreams(query?: ListStreamsQuery): Promise<StreamInfo[]>;
+
+  /** Named positions of subscriptions and projections. */
+  loadCheckpoint(name: string): Promise<number | undefined>;
+  storeCheckpoint(name: string, position: number): Promise<void>;
+
+  loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined>;
+  storeSnapshot(snapshot: StoredSnapshot): Promise<void>;
+
+  /**
+   * Calls `listener` after appends commit (in any process sharing the store, for SQLite and PostgreSQL), so
+   * subscribers read again instead of polling. Calls may be merged; a listener must read to find out what changed.
+   */
+  watch(listener: () => void): Unsubscribe;
+  close(): Promise<void>;
+}
+
+/** The category of a stream name: the part before its first '-'. */
+export function categoryOf(streamName: string): string {
+  const dash = streamName.indexOf('-');
+  return dash < 0 ? streamName : streamName.slice(0, dash);
+}

@@ -1,0 +1,312 @@
+import {
+  type Clock,
+  EventEmitter,
+  InvalidOptionsError,
+  type StratusEvent,
+  systemClock,
+  uuidv7,
+} from '@stratus/core';
+import type {
+  AppendResult,
+  EventMetadata,
+  EventStoreBackend,
+  EventToStore,
+  ExpectedVersion,
+  ListStreamsQuery,
+  ReadAllQuery,
+  ReadStreamQuery,
+  RecordedEvent,
+  StreamInfo,
+} from './backend.js';
+import { InvalidEventError, InvalidStreamNameError, WrongExpectedVersionError } from './errors.js';
+import type { EventTypes } from './event-types.js';
+
+/** An event to append. */
+export interface NewEvent<Type extends string = string, Data = unknown> {
+  readonly type: Type;
+  readonly data: Data;
+  /** Unique id (at most 200 characters); a UUIDv7 when absent. Appending the same ids again does not repeat them. */
+  readonly id?: string;
+  readonly metadata?: EventMetadata;
+}
+
+export interface AppendOptions {
+  /** Default 'any'. */
+  readonly expectedVersion?: ExpectedVersion;
+  /** Put on every event's metadata (an event's own metadata wins). */
+  readonly correlationId?: string;
+  readonly causationId?: string;
+}
+
+export type EventStoreEvent =
+  | (StratusEvent & {
+      readonly component: 'event-store';
+      readonly type: 'appended';
+      readonly streamName: string;
+      readonly count: number;
+      readonly written: boolean;
+      readonly lastPosition: number;
+    })
+  | (StratusEvent & {
+      readonly component: 'event-store';
+      readonly type: 'conflict';
+      readonly streamName: string;
+      readonly expected: ExpectedVersion;
+      readonly actual: number;
+    });
+
+export interface EventStoreOptions {
+  readonly backend: EventStoreBackend;
+  /** Known event types, their schema versions and upcasters; without it any type is accepted as is. */
+  readonly types?: EventTypes;
+  readonly clock?: Clock;
+  /** Names this store in events and telemetry; default the backend's kind. */
+  readonly name?: string;
+}
+
+/** Stream names: 1–200 characters, no control characters or lone surrogates. */
+const MAX_NAME_LENGTH = 200;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+const UNSAFE_TEXT =
+  /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export function assertStreamName(streamName: unknown): asserts streamName is string {
+  if (typeof streamName !== 'string') throw new InvalidStreamNameError(streamName, 'expected a string');
+  if (streamName.length === 0 || streamName.length > MAX_NAME_LENGTH) {
+    throw new InvalidStreamNameError(streamName, `expected 1 to ${MAX_NAME_LENGTH} characters`);
+  }
+  if (UNSAFE_TEXT.test(streamName)) {
+    throw new InvalidStreamNameError(streamName, 'control characters and lone surrogates are not allowed');
+  }
+}
+
+function checkText(index: number, field: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
+    throw new InvalidEventError(index, field, `expected a string of 1 to ${MAX_NAME_LENGTH} characters`);
+  }
+  if (UNSAFE_TEXT.test(value)) {
+    throw new InvalidEventError(index, field, 'control characters and lone surrogates are not allowed');
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+function toJson(index: number, field: string, value: unknown): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (error) {
+    throw new InvalidEventError(index, field, `not serialisable as JSON (${(error as Error).message})`);
+  }
+  if (json === undefined) throw new InvalidEventError(index, field, 'not serialisable as JSON');
+  return json;
+}
+
+/**
+ * The event store: appends with optimistic concurrency and idempotent event ids, stream and global reads, event
+ * types with upcasting on read, over any backend (memory, SQLite, PostgreSQL).
+ */
+export class EventStore {
+  readonly name: string;
+  readonly backend: EventStoreBackend;
+  readonly types: EventTypes | undefined;
+  readonly clock: Clock;
+  readonly events = new EventEmitter<EventStoreEvent>();
+
+  constructor(options: EventStoreOptions) {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidOptionsError('options', 'expected an object');
+    const { backend, types, clock = systemClock, name } = options;
+    if (typeof backend !== 'object' || backend === null || typeof backend.append !== 'function') {
+      throw new InvalidOptionsError('backend', 'expected an event store backend');
+    }
+    if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {
+      throw new InvalidOptionsError('name', 'expected a non-empty string');
+    }
+    this.backend = backend;
+    this.types = types;
+    this.clock = clock;
+    this.name = name ?? backend.kind;
+  }
+
+  /**
+   * Appends events to a stream atomically. Throws WrongExpectedVersionError (nothing written) when the stream is
+   * not at the expected version, unless these exact events were appended before: then nothing is written again
+   * and the result has `written: false`.
+   */
+  async appendToStream(
+    streamName: string,
+    events: readonly NewEvent[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
+    assertStreamName(streamName);
+    const expectedVersion = options.expectedVersion ?? 'any';
+    checkExpectedVersionOption(expectedVersion);
+    const prepared = this.prepare(events, options);
+    try {
+      const result = await this.backend.append({
+        streamName,
+        expectedVersion,
+        events: prepared,
+        now: this.clock.now(),
+      });
+      if (this.events.active) {
+        this.events.emit({
+          component: 'event-store',
+          name: this.name,
+          type: 'appended',
+          at: this.clock.now(),
+          streamName,
+          count: prepared.length,
+          written: result.written,
+          lastPosition: result.lastPosition,
+        });
+      }
+      return result;
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError && this.events.active) {
+        this.events.emit({
+          component: 'event-store',
+          name: this.name,
+          type: 'conflict',
+          at: this.clock.now(),
+          streamName,
+          expected: error.expected,
+          actual: error.actual,
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** Validates events and turns them into what backends store (ids assigned, JSON text). */
+  prepare(events: readonly NewEvent[], options: AppendOptions = {}): EventToStore[] {
+    if (!Array.isArray(events)) throw new InvalidEventError(0, 'events', 'expected an array of events');
+    const shared: Record<string, unknown> = {};
+    for (const key of ['correlationId', 'causationId'] as const) {
+      const value = options[key];
+      if (value === undefined) continue;
+      if (typeof value !== 'string') throw new InvalidOptionsError(key, 'expected a string');
+      shared[key] = value;
+    }
+    const now = this.clock.now();
+    return events.map((event, index) => {
+      if (!isPlainObject(event)) throw new InvalidEventError(index, 'event', 'expected an object');
+      checkText(index, 'type', event.type);
+      if (event.data === undefined) throw new InvalidEventError(index, 'data', 'missing');
+      const id = event.id ?? uuidv7(now);
+      checkText(index, 'id', id);
+      const { metadata } = event;
+      if (metadata !== undefined && !isPlainObject(metadata)) {
+        throw new InvalidEventError(index, 'metadata', 'expected a plain object');
+      }
+      for (const key of ['correlationId', 'causationId'] as const) {
+        const value = metadata?.[key];
+        if (value !== undefined && typeof value !== 'string') {
+          throw new InvalidEventError(index, `metadata.${key}`, 'expected a string');
+        }
+      }
+      const types = this.types;
+      const schemaVersion = types === undefined ? 1 : types.schemaVersionFor(event.type);
+      const problem = types?.problemWith(event.type, event.data);
+      if (problem !== undefined) throw new InvalidEventError(index, 'data', problem);
+      return {
+        id,
+        type: event.type,
+        data: toJson(index, 'data', event.data),
+        metadata: toJson(index, 'metadata', metadata === undefined ? shared : { ...shared, ...metadata }),
+        schemaVersion,
+      };
+    });
+  }
+
+  async readStream<E extends RecordedEvent = RecordedEvent>(
+    streamName: string,
+    query: ReadStreamQuery = {},
+  ): Promise<E[]> {
+    assertStreamName(streamName);
+    checkReadStreamQuery(query);
+    return this.#upcastAll(await this.backend.readStream(streamName, query)) as E[];
+  }
+
+  /** Folds a stream's events into a state, starting from `state` at `version` (a snapshot) when given. */
+  async aggregateStream<State, E extends RecordedEvent = RecordedEvent>(
+    streamName: string,
+    options: {
+      readonly initialState: () => State;
+      readonly evolve: (state: State, event: E) => State;
+      readonly snapshot?: { readonly state: State; readonly version: number };
+    },
+  ): Promise<{ state: State; version: number }> {
+    const { snapshot } = options;
+    let state = snapshot === undefined ? options.initialState() : snapshot.state;
+    let version = snapshot?.version ?? 0;
+    for (const event of await this.readStream<E>(streamName, { from: version + 1 })) {
+      state = options.evolve(state, event);
+      version = event.streamVersion;
+    }
+    return { state, version };
+  }
+
+  async streamVersion(streamName: string): Promise<number> {
+    assertStreamName(streamName);
+    return this.backend.streamVersion(streamName);
+  }
+
+  /** Events after a global position, in order, upcast. */
+  async readAll<E extends RecordedEvent = RecordedEvent>(query: ReadAllQuery = {}): Promise<E[]> {
+    const { after = 0, maxCount = 1000 } = query;
+    checkWhole('after', after, 0);
+    checkWhole('maxCount', maxCount, 1);
+    return this.#upcastAll(await this.backend.readAll({ after, maxCount })) as E[];
+  }
+
+  headPosition(): Promise<number> {
+    return this.backend.headPosition();
+  }
+
+  listStreams(query: ListStreamsQuery = {}): Promise<StreamInfo[]> {
+    if (query.category !== undefined && typeof query.category !== 'string') {
+      throw new InvalidOptionsError('category', 'expected a string');
+    }
+    if (query.after !== undefined && typeof query.after !== 'string') {
+      throw new InvalidOptionsError('after', 'expected a string');
+    }
+    if (query.limit !== undefined) checkWhole('limit', query.limit, 1);
+    return this.backend.listStreams(query);
+  }
+
+  close(): Promise<void> {
+    return this.backend.close();
+  }
+
+  #upcastAll(events: RecordedEvent[]): RecordedEvent[] {
+    const types = this.types;
+    return types === undefined ? events : events.map((event) => types.upcast(event));
+  }
+}
+
+function checkWhole(option: string, value: unknown, min: number): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    throw new InvalidOptionsError(option, `expected an integer >= ${min}`);
+  }
+}
+
+function checkExpectedVersionOption(expected: unknown): void {
+  if (expected === 'any' || expected === 'no-stream' || expected === 'stream-exists') return;
+  checkWhole('expectedVersion', expected, 0);
+}
+
+function checkReadStreamQuery(query: ReadStreamQuery): void {
+  if (typeof query !== 'object' || query === null)
+    throw new InvalidOptionsError('query', 'expected an object');
+  if (query.from !== undefined) checkWhole('from', query.from, 1);
+  if (query.maxCount !== undefined) checkWhole('maxCount', query.maxCount, 1);
+  if (query.direction !== undefined && query.direction !== 'forwards' && query.direction !== 'backwards') {
+    throw new InvalidOptionsError('direction', "expected 'forwards' or 'backwards'");
+  }
+}
