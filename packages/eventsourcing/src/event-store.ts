@@ -66,16 +66,29 @@ export interface EventStoreOptions {
 
 /** Stream names: 1–200 characters, no control characters or lone surrogates. */
 const MAX_NAME_LENGTH = 200;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
-const UNSAFE_TEXT =
-  /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** False for control characters and lone UTF-16 surrogates (which no backend can store as UTF-8). */
+function isSafeText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return false;
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
+      i++;
+    } else if (code >= 0xdc00 && code <= 0xdfff) {
+      return false;
+    }
+  }
+  return true;
+}
 
 export function assertStreamName(streamName: unknown): asserts streamName is string {
   if (typeof streamName !== 'string') throw new InvalidStreamNameError(streamName, 'expected a string');
   if (streamName.length === 0 || streamName.length > MAX_NAME_LENGTH) {
     throw new InvalidStreamNameError(streamName, `expected 1 to ${MAX_NAME_LENGTH} characters`);
   }
-  if (UNSAFE_TEXT.test(streamName)) {
+  if (!isSafeText(streamName)) {
     throw new InvalidStreamNameError(streamName, 'control characters and lone surrogates are not allowed');
   }
 }
@@ -84,7 +97,7 @@ function checkText(index: number, field: string, value: unknown): asserts value 
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
     throw new InvalidEventError(index, field, `expected a string of 1 to ${MAX_NAME_LENGTH} characters`);
   }
-  if (UNSAFE_TEXT.test(value)) {
+  if (!isSafeText(value)) {
     throw new InvalidEventError(index, field, 'control characters and lone surrogates are not allowed');
   }
 }
