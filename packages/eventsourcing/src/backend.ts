@@ -137,8 +137,9 @@ export interface EventStoreBackend {
   /**
    * Calls `listener` after appends commit (in any process sharing the store, for SQLite and PostgreSQL), so
    * subscribers read again instead of polling. Calls may be merged; a listener must read to find out what changed.
+   * Resolves once listening: every append that commits afterwards calls the listener.
    */
-  watch(listener: () => void): Unsubscribe;
+  watch(listener: () => void): Promise<Unsubscribe>;
   close(): Promise<void>;
 }
 

@@ -166,7 +166,7 @@ export class MemoryEventStore implements EventStoreBackend {
     this.#snapshots.set(snapshot.streamName, { ...snapshot });
   }
 
-  watch(listener: () => void): Unsubscribe {
+  async watch(listener: () => void): Promise<Unsubscribe> {
     const own = () => listener();
     this.#watchers.add(own);
     return () => this.#watchers.delete(own);
