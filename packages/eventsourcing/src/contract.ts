@@ -157,7 +157,7 @@ export function eventStoreBackendContract(label: string, open: () => Promise<Eve
         const name = unique();
         const taken = event('A', 1);
         await store.append({ streamName: name, expectedVersion: 'any', events: [taken], now: T0 });
-        const other = unique();
+        const other = unique(`lonely${counter}`);
         await assert.rejects(
           store.append({
             streamName: other,
@@ -173,10 +173,7 @@ export function eventStoreBackendContract(label: string, open: () => Promise<Eve
           DuplicateEventIdError,
         );
         assert.deepEqual(types(await store.readStream(name)), ['A']);
-        assert.deepEqual(
-          await store.listStreams({ category: other.split('-')[0], after: other, limit: 1 }),
-          [],
-        );
+        assert.deepEqual(await store.listStreams({ category: other.split('-')[0] }), []);
       });
 
       it('keeps data and metadata exactly (unicode, nesting, numbers, null)', async () => {
