@@ -4,3 +4,4 @@ export * from './errors.js';
 export * from './event-store.js';
 export * from './event-types.js';
 export * from './memory/memory-event-store.js';
+export * from './sqlite/sqlite-event-store.js';

@@ -26,3 +26,4 @@ export * from './shutdown.js';
 export * from './sqlite/driver.js';
 export * from './sqlite/migrations.js';
 export * from './sqlite/sqlite-backend.js';
+export * from './sqlite/watch.js';

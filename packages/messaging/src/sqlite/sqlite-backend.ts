@@ -1,4 +1,3 @@
-import { realpathSync } from 'node:fs';
 import { assertDuration, assertObject, InvalidOptionsError, randomId, StratusError } from '@stratus/core';
 import {
   DEAD_LETTER_EXPIRED,
@@ -28,7 +27,7 @@ import {
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
 import { subscriptionMatches } from '../routing.js';
-import { isMemoryPath, type OpenSqliteOptions, openSqlite, type SqliteDatabase } from './driver.js';
+import { type OpenSqliteOptions, openSqlite, type SqliteDatabase } from './driver.js';
 import { migrateSqlite } from './migrations.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
 import {
@@ -44,7 +43,7 @@ import {
   type SubscriptionRow,
   SWEEP_EVERY,
 } from './statements.js';
-import { WatchHub } from './watch.js';
+import { fileKey, WatchHub } from './watch.js';
 
 export interface SqliteMessageBackendOptions {
   /** A database file to open (created if missing); the backend owns it and closes it on close(). */
@@ -860,15 +859,6 @@ function retainedMessage(row: RetainedRow): OutgoingMessage {
 }
 
 /** Identifies the database file among backends in this process; every in-memory database is its own. */
-function fileKey(path: string): string {
-  if (isMemoryPath(path)) return `memory:${randomId()}`;
-  try {
-    return realpathSync(path);
-  } catch {
-    return path;
-  }
-}
-
 export function sqliteMessageBackend(options: SqliteMessageBackendOptions): SqliteMessageBackend {
   return new SqliteMessageBackend(options);
 }

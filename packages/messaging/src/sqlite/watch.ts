@@ -7,7 +7,9 @@
  *   its highest sequence, moved by sends) and wakes the queues whose signal moved.
  * The poll runs only while someone watches, and its timer never keeps the process alive.
  */
-import type { SqliteDatabase } from './driver.js';
+import { realpathSync } from 'node:fs';
+import { randomId } from '@stratus/core';
+import { isMemoryPath, type SqliteDatabase } from './driver.js';
 
 type Listener = () => void;
 
@@ -123,5 +125,15 @@ export class WatchHub {
     } catch {
       // A read can meet SQLITE_BUSY while another process recovers the WAL; the next poll looks again.
     }
+  }
+}
+
+/** What identifies a database file for WatchHub: its real path (an in-memory database gets a key of its own). */
+export function fileKey(path: string): string {
+  if (isMemoryPath(path)) return `memory:${randomId()}`;
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/messaging';
+import { eventStoreBackendContract } from '../contract.js';
+import { EventStoreClosedError } from '../errors.js';
+import { SqliteEventStore } from './sqlite-event-store.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-event-store-'));
+after(() => rmSync(directory, { recursive: true, force: true }));
+let files = 0;
+const freshPath = () => join(directory, `test-${++files}.db`);
+const T0 = 1_750_000_000_000;
+
+for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies SqliteDriverName[]) {
+  const available = sqliteDriverAvailable(driver);
+  if (available !== true) {
+    describe(`EventStoreBackend contract: sqlite (${driver})`, { skip: available }, () => {});
+    continue;
+  }
+  eventStoreBackendContract(
+    `sqlite (${driver})`,
+    async () => new SqliteEventStore({ path: freshPath(), driver }),
+  );
+}
+
+describe('SqliteEventStore', () => {
+  it('validates its options', () => {
+    assert.throws(() => new SqliteEventStore({}), /path/);
+    assert.throws(() => new SqliteEventStore({ path: '' }), /path/);
+    assert.throws(() => new SqliteEventStore({ path: freshPath(), watchIntervalMs: 0 }), /watchIntervalMs/);
+    assert.throws(() => new SqliteEventStore({ database: {} as never }), /database/);
+  });
+
+  it('shares a database: an append rolled back with the outer transaction leaves nothing behind', async () => {
+    const database = openSqlite(freshPath());
+    const store = new SqliteEventStore({ database });
+    database.exec('CREATE TABLE orders (id TEXT PRIMARY KEY)');
+    const event = { id: 'e-1', type: 'Placed', data: '{}', metadata: '{}', schemaVersion: 1 };
+    await assert.rejects(
+      database.transactionAsync(() => {
+        database.prepare('INSERT INTO orders (id) VALUES (?)').run('o-1');
+        // Inside an open transaction the append joins it (its promise settles at once).
+        void store.append({ streamName: 'order-1', expectedVersion: 'no-stream', events: [event], now: T0 });
+        const row = database
+          .prepare('SELECT version FROM es_streams WHERE name = ?')
+          .get<{ version: number }>('order-1');
+        assert.equal(row?.version, 1, 'the append ran inside the transaction');
+        throw new Error('business rule failed');
+      }),
+      /business rule failed/,
+    );
+    assert.equal(await store.streamVersion('order-1'), 0);
+    assert.equal(database.prepare('SELECT count(*) AS n FROM orders').get<{ n: number }>()?.n, 0);
+    await store.close();
+    assert.equal(database.isOpen, true, 'a database the caller gave stays open');
+    database.close();
+  });
+
+  it('sees appends made through another connection to the same file', async () => {
+    const path = freshPath();
+    const writer = new SqliteEventStore({ path });
+    const reader = new SqliteEventStore({ path, watchIntervalMs: 5 });
+    let woken!: () => void;
+    const wake = new Promise<void>((resolve) => {
+      woken = resolve;
+    });
+    const stop = await reader.watch(() => woken());
+    await writer.append({
+      streamName: 'order-9',
+      expectedVersion: 'any',
+      events: [{ id: 'x-1', type: 'Placed', data: '{"n":1}', metadata: '{}', schemaVersion: 1 }],
+      now: T0,
+    });
+    await wake;
+    stop();
+    assert.deepEqual(
+      (await reader.readAll()).map((e) => e.data),
+      [{ n: 1 }],
+    );
+    await writer.close();
+    await reader.close();
+    await assert.rejects(reader.readAll(), EventStoreClosedError);
+  });
+});

@@ -1,0 +1,349 @@
+import { assertDuration, assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
+import {
+  fileKey,
+  migrateSqlite,
+  type OpenSqliteOptions,
+  openSqlite,
+  type SqliteDatabase,
+  WatchHub,
+} from '@stratus/messaging';
+import { repeatedAppend, type StoredPlace, versionMatches } from '../append-rules.js';
+import {
+  type AppendRequest,
+  type AppendResult,
+  categoryOf,
+  type EventStoreBackend,
+  type ListStreamsQuery,
+  type ReadAllQuery,
+  type ReadStreamQuery,
+  type RecordedEvent,
+  type StoredSnapshot,
+  type StreamInfo,
+} from '../backend.js';
+import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
+
+export interface SqliteEventStoreOptions {
+  /** A database file to open (created if missing); the store owns it and closes it on close(). */
+  readonly path?: string;
+  /**
+   * A database you opened with openSqlite (from @stratus/messaging); the store never closes it. Share it with your
+   * own tables, or with the SQLite message backend and outbox, to append in the same transaction as other writes.
+   */
+  readonly database?: SqliteDatabase;
+  /** Driver, synchronous, busyTimeoutMs and checkpoint for a `path` (see openSqlite). */
+  readonly driver?: OpenSqliteOptions['driver'];
+  readonly synchronous?: OpenSqliteOptions['synchronous'];
+  readonly busyTimeoutMs?: number;
+  readonly checkpoint?: OpenSqliteOptions['checkpoint'];
+  /** How often watchers look for appends made by other processes (this process's wake at once); default 25 ms. */
+  readonly watchIntervalMs?: number;
+}
+
+/**
+ * Schema of the 'eventstore' component. Positions are the events' rowids: SQLite has one writer at a time and a
+ * position is taken inside the write transaction, so positions grow in commit order and a reader never sees a
+ * later position before an earlier one.
+ */
+const MIGRATIONS = [
+  `CREATE TABLE es_streams (
+     name TEXT PRIMARY KEY,
+     category TEXT NOT NULL,
+     version INTEGER NOT NULL,
+     created_at REAL NOT NULL,
+     updated_at REAL NOT NULL
+   ) WITHOUT ROWID;
+   CREATE INDEX es_streams_by_category ON es_streams (category, name);
+   CREATE TABLE es_events (
+     position INTEGER PRIMARY KEY,
+     stream_name TEXT NOT NULL,
+     version INTEGER NOT NULL,
+     id TEXT NOT NULL UNIQUE,
+     type TEXT NOT NULL,
+     data TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     schema_version INTEGER NOT NULL,
+     recorded_at REAL NOT NULL,
+     UNIQUE (stream_name, version)
+   );
+   CREATE TABLE es_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+   CREATE TABLE es_snapshots (
+     stream_name TEXT PRIMARY KEY,
+     version INTEGER NOT NULL,
+     state TEXT NOT NULL,
+     schema_version INTEGER NOT NULL,
+     taken_at REAL NOT NULL
+   ) WITHOUT ROWID;`,
+];
+
+const EVENT_COLUMNS = 'position, stream_name, version, id, type, data, metadata, schema_version, recorded_at';
+
+const SQL = {
+  streamVersion: 'SELECT version FROM es_streams WHERE name = ?',
+  insertEvent:
+    'INSERT INTO es_events (stream_name, version, id, type, data, metadata, schema_version, recorded_at) ' +
+    'VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  upsertStream:
+    'INSERT INTO es_streams (name, category, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ' +
+    'ON CONFLICT (name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at',
+  placeOf: 'SELECT stream_name, version, position FROM es_events WHERE id = ?',
+  readForwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version >= ? ORDER BY version LIMIT ?`,
+  readBackwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version <= ? ORDER BY version DESC LIMIT ?`,
+  readAll: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position > ? ORDER BY position LIMIT ?`,
+  head: 'SELECT coalesce(max(position), 0) AS head FROM es_events',
+  listAll:
+    'SELECT name, category, version, created_at, updated_at FROM es_streams WHERE name > ? ORDER BY name LIMIT ?',
+  listCategory:
+    'SELECT name, category, version, created_at, updated_at FROM es_streams ' +
+    'WHERE category = ? AND name > ? ORDER BY name LIMIT ?',
+  loadCheckpoint: 'SELECT position FROM es_checkpoints WHERE name = ?',
+  storeCheckpoint:
+    'INSERT INTO es_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
+  loadSnapshot: 'SELECT version, state, schema_version, taken_at FROM es_snapshots WHERE stream_name = ?',
+  storeSnapshot:
+    'INSERT INTO es_snapshots (stream_name, version, state, schema_version, taken_at) VALUES (?, ?, ?, ?, ?) ' +
+    'ON CONFLICT (stream_name) DO UPDATE SET version = excluded.version, state = excluded.state, ' +
+    'schema_version = excluded.schema_version, taken_at = excluded.taken_at',
+} as const;
+
+interface EventRow {
+  position: number;
+  stream_name: string;
+  version: number;
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+  schema_version: number;
+  recorded_at: number;
+}
+
+interface StreamRow {
+  name: string;
+  category: string;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+
+const ALL = '$all';
+
+function recorded(row: EventRow): RecordedEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    schemaVersion: row.schema_version,
+    streamName: row.stream_name,
+    streamVersion: row.version,
+    globalPosition: row.position,
+    recordedAt: row.recorded_at,
+  };
+}
+
+/** Thrown inside the append transaction to roll it back; classified once the write lock is released. */
+class AppendRefused {
+  constructor(readonly version: number) {}
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  const { code, errcode, message } = error as { code?: string; errcode?: number; message?: string };
+  // better-sqlite3: code 'SQLITE_CONSTRAINT_UNIQUE'; node:sqlite: errcode 2067 (extended result code).
+  return (
+    code === 'SQLITE_CONSTRAINT_UNIQUE' || errcode === 2067 || /UNIQUE constraint failed/.test(message ?? '')
+  );
+}
+
+/**
+ * The event store on SQLite, the embedded default. Several processes may share the file: appends take the
+ * write lock (waiting without blocking the event loop), and watchers in other processes notice appends by polling
+ * `PRAGMA data_version` (see WatchHub).
+ */
+export class SqliteEventStore implements EventStoreBackend {
+  readonly kind = 'sqlite';
+  readonly database: SqliteDatabase;
+  readonly #owned: boolean;
+  readonly #hub: WatchHub;
+  #closed = false;
+
+  constructor(options: SqliteEventStoreOptions) {
+    assertObject('options', options as unknown);
+    const { path, database, driver, synchronous, busyTimeoutMs, checkpoint, watchIntervalMs = 25 } = options;
+    assertDuration('watchIntervalMs', watchIntervalMs, { allowZero: false });
+    if ((path === undefined) === (database === undefined)) {
+      throw new InvalidOptionsError('path', 'give either a path or an open database');
+    }
+    if (database !== undefined) {
+      if (typeof (database as Partial<SqliteDatabase>)?.transactionAsync !== 'function') {
+        throw new InvalidOptionsError('database', 'expected a SqliteDatabase (see openSqlite)');
+      }
+      this.database = database;
+      this.#owned = false;
+    } else {
+      if (typeof path !== 'string' || path.length === 0)
+        throw new InvalidOptionsError('path', 'expected a file path');
+      this.database = openSqlite(path, { driver, synchronous, busyTimeoutMs, checkpoint });
+      this.#owned = true;
+    }
+    migrateSqlite(this.database, 'eventstore', MIGRATIONS);
+    this.#hub = new WatchHub(
+      fileKey(this.database.path),
+      this.database,
+      () => String(this.#head()),
+      watchIntervalMs,
+    );
+  }
+
+  async append(request: AppendRequest): Promise<AppendResult> {
+    const db = this.#db();
+    const { streamName, expectedVersion, events, now } = request;
+    try {
+      return await db.transactionAsync(() => {
+        const version = db.prepare(SQL.streamVersion).get<{ version: number }>(streamName)?.version ?? 0;
+        if (!versionMatches(expectedVersion, version)) throw new AppendRefused(version);
+        if (events.length === 0) {
+          return {
+            streamName,
+            nextExpectedVersion: version,
+            firstPosition: 0,
+            lastPosition: 0,
+            written: false,
+          };
+        }
+        const insert = db.prepare(SQL.insertEvent);
+        let firstPosition = 0;
+        let lastPosition = 0;
+        for (let i = 0; i < events.length; i++) {
+          const event = events[i] as AppendRequest['events'][number];
+          lastPosition = insert.run(
+            streamName,
+            version + i + 1,
+            event.id,
+            event.type,
+            event.data,
+            event.metadata,
+            event.schemaVersion,
+            now,
+          ).lastInsertRowid;
+          if (i === 0) firstPosition = lastPosition;
+        }
+        const next = version + events.length;
+        db.prepare(SQL.upsertStream).run(streamName, categoryOf(streamName), next, now, now);
+        db.afterCommit(() => this.#hub.notify(ALL));
+        return { streamName, nextExpectedVersion: next, firstPosition, lastPosition, written: true };
+      });
+    } catch (error) {
+      if (!(error instanceof AppendRefused) && !isUniqueViolation(error)) throw error;
+      const repeat = repeatedAppend(streamName, events, (id) => this.#placeOf(id));
+      const version = await this.streamVersion(streamName);
+      if (repeat !== undefined) return { ...repeat, nextExpectedVersion: version };
+      if (error instanceof AppendRefused)
+        throw new WrongExpectedVersionError(streamName, expectedVersion, error.version);
+      // A unique violation on (stream, version) cannot happen under the write lock; on id, repeatedAppend threw.
+      throw error;
+    }
+  }
+
+  async readStream(streamName: string, query: ReadStreamQuery = {}): Promise<RecordedEvent[]> {
+    const db = this.#db();
+    const { direction = 'forwards', maxCount = -1 } = query;
+    const rows =
+      direction === 'forwards'
+        ? db.prepare(SQL.readForwards).all<EventRow>(streamName, query.from ?? 1, maxCount)
+        : db
+            .prepare(SQL.readBackwards)
+            .all<EventRow>(streamName, query.from ?? Number.MAX_SAFE_INTEGER, maxCount);
+    return rows.map(recorded);
+  }
+
+  async streamVersion(streamName: string): Promise<number> {
+    return this.#db().prepare(SQL.streamVersion).get<{ version: number }>(streamName)?.version ?? 0;
+  }
+
+  async readAll(query: ReadAllQuery = {}): Promise<RecordedEvent[]> {
+    const { after = 0, maxCount = 1000 } = query;
+    return this.#db().prepare(SQL.readAll).all<EventRow>(after, maxCount).map(recorded);
+  }
+
+  async headPosition(): Promise<number> {
+    this.#db();
+    return this.#head();
+  }
+
+  async listStreams(query: ListStreamsQuery = {}): Promise<StreamInfo[]> {
+    const db = this.#db();
+    const { category, after = '', limit = 100 } = query;
+    const rows =
+      category === undefined
+        ? db.prepare(SQL.listAll).all<StreamRow>(after, limit)
+        : db.prepare(SQL.listCategory).all<StreamRow>(category, after, limit);
+    return rows.map((row) => ({
+      streamName: row.name,
+      category: row.category,
+      version: row.version,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    }));
+  }
+
+  async loadCheckpoint(name: string): Promise<number | undefined> {
+    return this.#db().prepare(SQL.loadCheckpoint).get<{ position: number }>(name)?.position;
+  }
+
+  async storeCheckpoint(name: string, position: number): Promise<void> {
+    const db = this.#db();
+    await db.transactionAsync(() => db.prepare(SQL.storeCheckpoint).run(name, position));
+  }
+
+  async loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined> {
+    const row = this.#db()
+      .prepare(SQL.loadSnapshot)
+      .get<{ version: number; state: string; schema_version: number; taken_at: number }>(streamName);
+    if (row === undefined) return undefined;
+    return {
+      streamName,
+      version: row.version,
+      state: row.state,
+      schemaVersion: row.schema_version,
+      takenAt: row.taken_at,
+    };
+  }
+
+  async storeSnapshot(snapshot: StoredSnapshot): Promise<void> {
+    const db = this.#db();
+    const { streamName, version, state, schemaVersion, takenAt } = snapshot;
+    await db.transactionAsync(() =>
+      db.prepare(SQL.storeSnapshot).run(streamName, version, state, schemaVersion, takenAt),
+    );
+  }
+
+  async watch(listener: () => void): Promise<Unsubscribe> {
+    this.#db();
+    return this.#hub.watch(ALL, listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#hub.close();
+    if (this.#owned) this.database.close();
+  }
+
+  #head(): number {
+    return this.database.prepare(SQL.head).get<{ head: number }>()?.head ?? 0;
+  }
+
+  #placeOf(id: string): StoredPlace | undefined {
+    const row = this.database
+      .prepare(SQL.placeOf)
+      .get<{ stream_name: string; version: number; position: number }>(id);
+    return row === undefined
+      ? undefined
+      : { streamName: row.stream_name, streamVersion: row.version, globalPosition: row.position };
+  }
+
+  #db(): SqliteDatabase {
+    if (this.#closed || !this.database.isOpen) throw new EventStoreClosedError();
+    return this.database;
+  }
+}
