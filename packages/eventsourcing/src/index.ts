@@ -4,4 +4,5 @@ export * from './errors.js';
 export * from './event-store.js';
 export * from './event-types.js';
 export * from './memory/memory-event-store.js';
+export * from './postgres/postgres-event-store.js';
 export * from './sqlite/sqlite-event-store.js';

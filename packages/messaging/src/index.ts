@@ -15,6 +15,8 @@ export * from './outbox/postgres-outbox.js';
 export * from './outbox/sqlite-outbox.js';
 export * from './outgoing.js';
 export * from './pipes-and-filters.js';
+export * from './postgres/migrations.js';
+export * from './postgres/notification-listener.js';
 export * from './postgres/postgres-backend.js';
 export * from './priority-queues.js';
 export * from './queue-metrics.js';

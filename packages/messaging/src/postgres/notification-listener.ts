@@ -47,6 +47,11 @@ export class NotificationListener {
     };
   }
 
+  /** Resolves when the LISTEN being opened (if any) is in effect or has failed (then a retry is scheduled). */
+  async opened(): Promise<void> {
+    await this.#opening;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     this.#watchers.clear();

@@ -62,13 +62,25 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
     it('migrates once when several instances start at the same time', async () => {
       const starting = Array.from({ length: 4 }, () => open('concurrent_migrations'));
       await Promise.all(starting.map((backend) => backend.migrate()));
-      const { rows } = await admin.query('SELECT version FROM concurrent_migrations.migrations');
-      assert.deepEqual(
-        rows.map((row) => row.version),
-        [1],
+      const { rows } = await admin.query(
+        'SELECT component, version FROM concurrent_migrations.stratus_schema',
       );
+      assert.deepEqual(rows, [{ component: 'messaging', version: 1 }]);
       await (starting[0] as PostgresMessageBackend).putQueue('after-migration', settings);
       assert.deepEqual(await (starting[3] as PostgresMessageBackend).listQueues(), ['after-migration']);
+    });
+
+    it('adopts the version an earlier release kept in its migrations table', async () => {
+      await open('legacy_migrations').migrate();
+      await admin.query('DROP TABLE legacy_migrations.stratus_schema');
+      await admin.query('CREATE TABLE legacy_migrations.migrations (version int PRIMARY KEY)');
+      await admin.query('INSERT INTO legacy_migrations.migrations VALUES (1)');
+      // Running migration 1 again would fail on the existing tables.
+      const reopened = open('legacy_migrations');
+      await reopened.putQueue('still-there', settings);
+      const { rows } = await admin.query('SELECT component, version FROM legacy_migrations.stratus_schema');
+      assert.deepEqual(rows, [{ component: 'messaging', version: 1 }]);
+      assert.deepEqual(await reopened.listQueues(), ['still-there']);
     });
 
     it('never gives one message to two instances competing on separate pools', async () => {

@@ -23,14 +23,9 @@ import {
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
 import { GroupCommit } from '../group-commit.js';
+import { migratePostgres } from './migrations.js';
 import { NotificationListener } from './notification-listener.js';
-import {
-  advisoryKey,
-  channelOf,
-  migrations,
-  UNKNOWN_QUEUE_SQLSTATE,
-  UNKNOWN_TOPIC_SQLSTATE,
-} from './schema.js';
+import { channelOf, migrations, UNKNOWN_QUEUE_SQLSTATE, UNKNOWN_TOPIC_SQLSTATE } from './schema.js';
 import { topicPatternRegex } from './topic-regex.js';
 
 export interface PostgresMessageBackendOptions {
@@ -581,43 +576,13 @@ export class PostgresMessageBackend implements MessageBackend {
       pool.on('error', () => {});
       this.#pool = pool;
     }
-    await migrate(pool, this.schema);
+    await migratePostgres(pool, this.schema, 'messaging', migrations(this.schema), 'migrations');
     return pool;
   }
 }
 
 export function postgresMessageBackend(options: PostgresMessageBackendOptions): PostgresMessageBackend {
   return new PostgresMessageBackend(options);
-}
-
-/**
- * Applies the missing migrations in one transaction under an advisory lock, so processes starting together
- * migrate once and the others find the schema ready.
- */
-async function migrate(pool: Pool, schema: string): Promise<void> {
-  const all = migrations(schema);
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SELECT pg_advisory_xact_lock(${advisoryKey(`migrations:${schema}`)})`);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS "${schema}".migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const { rows } = await client.query<{ version: number }>(
-      `SELECT coalesce(max(version), 0) AS version FROM "${schema}".migrations`,
-    );
-    for (let version = (rows[0]?.version ?? 0) + 1; version <= all.length; version++) {
-      await client.query(all[version - 1] as string);
-      await client.query(`INSERT INTO "${schema}".migrations (version) VALUES ($1)`, [version]);
-    }
-    await client.query('COMMIT');
-    client.release();
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    client.release(error instanceof Error ? error : true);
-    throw error;
-  }
 }
 
 function statements(schema: string) {

@@ -1,0 +1,160 @@
+/**
+ * The event store's tables and functions in a PostgreSQL schema.
+ *
+ * Commit order and the commit horizon: positions come from a sequence, so two appends running at once may commit
+ * in the opposite order of their positions, and a reader that checkpointed position 12 would skip 11 if 11
+ * committed after 12 was read (the bug Marten's async daemon had). So:
+ * - every append transaction first takes an exclusive advisory lock keyed (horizon, its backend pid), before
+ *   drawing positions, and holds it to commit;
+ * - a reader first notes the sequence's last value M, then, for every such lock held at that moment, waits until
+ *   it is released (taking and at once dropping it in shared mode, so the reader holds nothing while it waits),
+ *   and only then reads positions up to M. Every position up to M was drawn by a transaction that held its lock
+ *   when M was read, so it has committed or rolled back by then: nothing below what the reader returns can appear
+ *   later. Appenders never wait for readers except, briefly, a backend whose previous transaction a reader is
+ *   waiting on.
+ * Appends to one stream are serialised by its row lock in `es_streams`, taken before positions are drawn, so a
+ * stream's events also have increasing positions.
+ */
+export function eventStoreMigrations(schema: string, horizonKey: number, channel: string): readonly string[] {
+  const S = `"${schema}"`;
+  return [
+    `CREATE SEQUENCE ${S}.es_positions;
+     CREATE TABLE ${S}.es_streams (
+       name text PRIMARY KEY,
+       category text NOT NULL,
+       version bigint NOT NULL,
+       created_at double precision NOT NULL,
+       updated_at double precision NOT NULL
+     );
+     CREATE INDEX es_streams_by_category ON ${S}.es_streams (category, name COLLATE "C");
+     CREATE TABLE ${S}.es_events (
+       position bigint PRIMARY KEY,
+       stream_name text NOT NULL,
+       version bigint NOT NULL,
+       id text NOT NULL UNIQUE,
+       type text NOT NULL,
+       data jsonb NOT NULL,
+       metadata jsonb NOT NULL,
+       schema_version int NOT NULL,
+       recorded_at double precision NOT NULL,
+       UNIQUE (stream_name, version)
+     );
+     CREATE TABLE ${S}.es_checkpoints (name text PRIMARY KEY, position bigint NOT NULL);
+     CREATE TABLE ${S}.es_snapshots (
+       stream_name text PRIMARY KEY,
+       version bigint NOT NULL,
+       state text NOT NULL,
+       schema_version int NOT NULL,
+       taken_at double precision NOT NULL
+     );
+
+     -- Appends a group of requests in one transaction. p_requests: [{s: stream, c: category, m: mode
+     -- (0 exact, 1 any, 2 no stream, 3 stream exists), e: expected version, i: ids, t: types, d: data,
+     -- x: metadata, v: schema versions}]. Returns per request (in order): outcome 0 appended, 1 wrong version,
+     -- 2 an id is already stored; the stream's version; the first and last position written.
+     CREATE FUNCTION ${S}.es_append(p_requests jsonb, p_now double precision)
+     RETURNS TABLE (outcome int, version bigint, first_position bigint, last_position bigint)
+     LANGUAGE plpgsql AS $$
+     DECLARE
+       r jsonb;
+       n int;
+       v bigint;
+       found_row boolean;
+       mode int;
+       expected bigint;
+       first_pos bigint;
+       last_pos bigint;
+     BEGIN
+       PERFORM pg_advisory_xact_lock(${horizonKey}, pg_backend_pid());
+       FOR r IN SELECT value FROM jsonb_array_elements(p_requests) LOOP
+         n := jsonb_array_length(r->'i');
+         mode := (r->>'m')::int;
+         expected := (r->>'e')::bigint;
+         LOOP
+           SELECT s.version INTO v FROM ${S}.es_streams s WHERE s.name = r->>'s' FOR UPDATE;
+           found_row := FOUND;
+           IF NOT found_row THEN v := 0; END IF;
+           IF (mode = 0 AND v <> expected) OR (mode = 2 AND v <> 0) OR (mode = 3 AND v = 0) THEN
+             outcome := 1; version := v; first_position := 0; last_position := 0;
+             RETURN NEXT;
+             EXIT;
+           END IF;
+           IF n = 0 THEN
+             outcome := 0; version := v; first_position := 0; last_position := 0;
+             RETURN NEXT;
+             EXIT;
+           END IF;
+           IF EXISTS (SELECT 1 FROM ${S}.es_events e
+                      WHERE e.id IN (SELECT jsonb_array_elements_text(r->'i'))) THEN
+             outcome := 2; version := v; first_position := 0; last_position := 0;
+             RETURN NEXT;
+             EXIT;
+           END IF;
+           IF found_row THEN
+             UPDATE ${S}.es_streams SET version = v + n, updated_at = p_now WHERE name = r->>'s';
+           ELSE
+             INSERT INTO ${S}.es_streams (name, category, version, created_at, updated_at)
+             VALUES (r->>'s', r->>'c', n, p_now, p_now) ON CONFLICT (name) DO NOTHING;
+             -- Another append created the stream meanwhile: check again against its version.
+             CONTINUE WHEN NOT FOUND;
+           END IF;
+           -- Volatile expressions are evaluated after ORDER BY, so positions follow the events' order.
+           WITH inserted AS (
+             INSERT INTO ${S}.es_events
+               (position, stream_name, version, id, type, data, metadata, schema_version, recorded_at)
+             SELECT nextval('${S}.es_positions'), r->>'s', v + k, id, type, data, metadata, sv, p_now
+             FROM (
+               SELECT k, id, t.type, d.data, x.metadata, sv.sv
+               FROM jsonb_array_elements_text(r->'i') WITH ORDINALITY AS i(id, k)
+               JOIN jsonb_array_elements_text(r->'t') WITH ORDINALITY AS t(type, k2) ON k2 = k
+               JOIN jsonb_array_elements(r->'d') WITH ORDINALITY AS d(data, k3) ON k3 = k
+               JOIN jsonb_array_elements(r->'x') WITH ORDINALITY AS x(metadata, k4) ON k4 = k
+               JOIN LATERAL (SELECT (r->'v'->>(k::int - 1))::int AS sv) sv ON true
+               ORDER BY k
+             ) rows
+             ORDER BY k
+             RETURNING position
+           )
+           SELECT min(position), max(position) INTO first_pos, last_pos FROM inserted;
+           outcome := 0; version := v + n; first_position := first_pos; last_position := last_pos;
+           RETURN NEXT;
+           EXIT;
+         END LOOP;
+       END LOOP;
+       PERFORM pg_notify('${channel}', '$all');
+     END $$;
+
+     -- The highest position below which no append is still running (see the module comment).
+     CREATE FUNCTION ${S}.es_horizon() RETURNS bigint LANGUAGE plpgsql AS $$
+     DECLARE
+       horizon bigint;
+       holder int;
+     BEGIN
+       SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO horizon FROM ${S}.es_positions;
+       FOR holder IN
+         SELECT l.objid::int FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.classid = ${horizonKey} AND l.objsubid = 2 AND l.granted
+           AND l.mode = 'ExclusiveLock' AND l.pid <> pg_backend_pid()
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+       LOOP
+         PERFORM pg_advisory_lock_shared(${horizonKey}, holder);
+         PERFORM pg_advisory_unlock_shared(${horizonKey}, holder);
+       END LOOP;
+       RETURN horizon;
+     END $$;
+
+     CREATE FUNCTION ${S}.es_read_all(p_after bigint, p_max int)
+     RETURNS SETOF ${S}.es_events LANGUAGE plpgsql AS $$
+     DECLARE horizon bigint := ${S}.es_horizon();
+     BEGIN
+       RETURN QUERY SELECT * FROM ${S}.es_events e
+         WHERE e.position > p_after AND e.position <= horizon ORDER BY e.position LIMIT p_max;
+     END $$;
+
+     CREATE FUNCTION ${S}.es_head() RETURNS bigint LANGUAGE plpgsql AS $$
+     DECLARE horizon bigint := ${S}.es_horizon();
+     BEGIN
+       RETURN coalesce((SELECT max(position) FROM ${S}.es_events WHERE position <= horizon), 0);
+     END $$;`,
+  ];
+}
