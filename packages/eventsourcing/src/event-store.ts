@@ -20,6 +20,7 @@ import type {
 } from './backend.js';
 import { InvalidEventError, InvalidStreamNameError, WrongExpectedVersionError } from './errors.js';
 import type { EventTypes } from './event-types.js';
+import { Subscription, type SubscriptionOptions } from './subscription.js';
 
 /** An event to append. */
 export interface NewEvent<Type extends string = string, Data = unknown> {
@@ -291,6 +292,11 @@ export class EventStore {
     }
     if (query.limit !== undefined) checkWhole('limit', query.limit, 1);
     return this.backend.listStreams(query);
+  }
+
+  /** A catch-up subscription to all events (see Subscription). */
+  subscribe<E extends RecordedEvent = RecordedEvent>(options: SubscriptionOptions<E>): Subscription<E> {
+    return new Subscription(this, options);
   }
 
   close(): Promise<void> {

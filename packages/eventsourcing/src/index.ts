@@ -6,3 +6,4 @@ export * from './event-types.js';
 export * from './memory/memory-event-store.js';
 export * from './postgres/postgres-event-store.js';
 export * from './sqlite/sqlite-event-store.js';
+export * from './subscription.js';

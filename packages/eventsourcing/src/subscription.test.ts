@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { constantBackoff } from '@stratus/core';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
+import { EventStore } from './event-store.js';
+import { MemoryEventStore } from './memory/memory-event-store.js';
+import type { SubscriptionEvent } from './subscription.js';
+
+function openStore(clock = new VirtualClock({ now: 1_750_000_000_000 })) {
+  return { store: new EventStore({ backend: new MemoryEventStore(), clock }), clock };
+}
+
+const append = (store: EventStore, stream: string, ...values: number[]) =>
+  store.appendToStream(
+    stream,
+    values.map((n) => ({ type: 'N', data: n })),
+  );
+
+describe('Subscription', () => {
+  it('catches up, then follows new appends live, in order', async () => {
+    const { store } = openStore();
+    await append(store, 'a-1', 1, 2);
+    await append(store, 'b-1', 3);
+    const seen: unknown[] = [];
+    const subscription = store.subscribe({ handler: (event) => void seen.push(event.data), batchSize: 2 });
+    await subscription.caughtUp;
+    assert.deepEqual(seen, [1, 2, 3]);
+    await append(store, 'a-1', 4);
+    await append(store, 'c-1', 5, 6);
+    await waitUntil(() => seen.length === 6, 'the live events arrive');
+    assert.deepEqual(seen, [1, 2, 3, 4, 5, 6]);
+    await subscription.stop();
+  });
+
+  it('resumes after its checkpoint, and starts at the end when asked', async () => {
+    const { store } = openStore();
+    await append(store, 'a-1', 1, 2, 3);
+    const first: unknown[] = [];
+    const one = store.subscribe({ name: 'projector', handler: (e) => void first.push(e.data) });
+    await one.caughtUp;
+    await one.stop();
+    assert.equal(await store.backend.loadCheckpoint('projector'), 3);
+    await append(store, 'a-1', 4);
+    const second: unknown[] = [];
+    const two = store.subscribe({ name: 'projector', handler: (e) => void second.push(e.data) });
+    await two.caughtUp;
+    assert.deepEqual(second, [4]);
+    await two.stop();
+    const fresh: unknown[] = [];
+    const latest = store.subscribe({ from: 'end', handler: (e) => void fresh.push(e.data) });
+    await latest.caughtUp;
+    await append(store, 'a-1', 5);
+    await waitUntil(() => fresh.length === 1, 'the new event arrives');
+    assert.deepEqual(fresh, [5]);
+    await latest.stop();
+  });
+
+  it('retries a failing event after the backoff, without skipping it or going past it', async () => {
+    const { store, clock } = openStore();
+    await append(store, 'a-1', 1, 2, 3);
+    const seen: unknown[] = [];
+    let failures = 2;
+    const events: SubscriptionEvent[] = [];
+    const subscription = store.subscribe({
+      name: 'flaky',
+      retryBackoff: constantBackoff(1000),
+      handler: (event) => {
+        if (event.data === 2 && failures-- > 0) throw new Error('not yet');
+        seen.push(event.data);
+      },
+    });
+    subscription.events.on((event) => events.push(event));
+    await waitUntil(() => events.some((e) => e.type === 'handler-failed'), 'the first failure');
+    assert.deepEqual(seen, [1]);
+    await clock.advance(1000);
+    await waitUntil(
+      () => events.filter((e) => e.type === 'handler-failed').length === 2,
+      'the second failure',
+    );
+    assert.deepEqual(seen, [1], 'nothing after the failing event runs meanwhile');
+    await clock.advance(1000);
+    await subscription.caughtUp;
+    assert.deepEqual(seen, [1, 2, 3]);
+    assert.equal(await store.backend.loadCheckpoint('flaky'), 3);
+    await subscription.stop();
+  });
+
+  it('refuses bad options', () => {
+    const { store } = openStore();
+    const handler = () => {};
+    assert.throws(() => store.subscribe({ handler: 'no' as never }), /handler/);
+    assert.throws(() => store.subscribe({ handler, batchSize: 0 }), /batchSize/);
+    assert.throws(() => store.subscribe({ handler, from: { after: -1 } }), /from/);
+    assert.throws(() => store.subscribe({ handler, name: '' }), /name/);
+  });
+});

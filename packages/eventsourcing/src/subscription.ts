@@ -1,0 +1,198 @@
+import {
+  assertDuration,
+  assertFunction,
+  assertInteger,
+  type Backoff,
+  type Clock,
+  EventEmitter,
+  exponentialBackoff,
+  InvalidOptionsError,
+  type StratusEvent,
+  type TimerHandle,
+  type Unsubscribe,
+} from '@stratus/core';
+import type { RecordedEvent } from './backend.js';
+import type { EventStore } from './event-store.js';
+
+export interface SubscriptionOptions<E extends RecordedEvent = RecordedEvent> {
+  /**
+   * Names the subscription's checkpoint in the store: it resumes after the last position it handled. Without a
+   * name nothing is stored and it starts from `from` every time.
+   */
+  readonly name?: string;
+  /** Where to start when there is no checkpoint: 'start' (default), 'end' (only new events) or after a position. */
+  readonly from?: 'start' | 'end' | { readonly after: number };
+  /** Called for each event in global order (so in order per stream); the next waits for it. */
+  readonly handler: (event: E) => void | Promise<void>;
+  /** Events read per round trip; default 500. */
+  readonly batchSize?: number;
+  /**
+   * Safety poll while caught up, in case a wake-up is lost (a dropped LISTEN connection); default 1000 ms.
+   * Appends normally wake the subscription at once through the store's watch.
+   */
+  readonly pollIntervalMs?: number;
+  /** Delays between retries after the handler throws (the event is retried, then the ones after it); default exponential from 100 ms up to 30 s. */
+  readonly retryBackoff?: Backoff;
+}
+
+type SubscriptionEventDetail =
+  | { readonly type: 'caught-up'; readonly position: number }
+  | {
+      readonly type: 'handler-failed';
+      readonly position: number;
+      readonly error: unknown;
+      readonly attempt: number;
+    }
+  | { readonly type: 'checkpointed'; readonly position: number };
+
+export type SubscriptionEvent = StratusEvent & {
+  readonly component: 'subscription';
+} & SubscriptionEventDetail;
+
+/**
+ * A catch-up subscription: reads every event after its checkpoint, then follows new appends live. At least once:
+ * the checkpoint is stored after each batch, so a crash replays at most one batch; handlers should be idempotent
+ * (or store the position with their own writes, as projections do).
+ */
+export class Subscription<E extends RecordedEvent = RecordedEvent> {
+  readonly name: string;
+  readonly events = new EventEmitter<SubscriptionEvent>();
+  /** Resolves when the subscription first reaches the end of the log. */
+  readonly caughtUp: Promise<void>;
+  /** Settles when the subscription stops (rejects only if it could not start or read). */
+  readonly done: Promise<void>;
+  #position = 0;
+  #stopped = false;
+  #wake: (() => void) | undefined;
+  /** An append was signalled since the last read. */
+  #appended = false;
+  #timer: TimerHandle | undefined;
+  readonly #store: EventStore;
+  readonly #clock: Clock;
+  readonly #options: SubscriptionOptions<E>;
+  #reachedEnd!: () => void;
+
+  constructor(store: EventStore, options: SubscriptionOptions<E>) {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidOptionsError('options', 'expected an object');
+    assertFunction('handler', options.handler);
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
+      throw new InvalidOptionsError('name', 'expected a non-empty string');
+    }
+    const { from = 'start', batchSize = 500, pollIntervalMs = 1000 } = options;
+    if (from !== 'start' && from !== 'end') {
+      if (typeof from !== 'object' || from === null)
+        throw new InvalidOptionsError('from', "expected 'start', 'end' or { after }");
+      assertInteger('from.after', from.after, 0);
+    }
+    assertInteger('batchSize', batchSize, 1);
+    assertDuration('pollIntervalMs', pollIntervalMs, { allowZero: false });
+    this.#store = store;
+    this.#clock = store.clock;
+    this.#options = options;
+    this.name = options.name ?? 'anonymous';
+    this.caughtUp = new Promise((resolve) => {
+      this.#reachedEnd = resolve;
+    });
+    this.done = this.#run();
+    // The caller may only await caughtUp: a failure to start must not go unhandled.
+    this.done.catch(() => {});
+  }
+
+  /** The position of the last event handled. */
+  get position(): number {
+    return this.#position;
+  }
+
+  /** Stops after the event being handled (if any); resolves when it has stopped. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.done.catch(() => {});
+  }
+
+  async #run(): Promise<void> {
+    const { name, from = 'start', batchSize = 500, handler } = this.#options;
+    const backoff = this.#options.retryBackoff ?? exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
+    const stored = name === undefined ? undefined : await this.#store.backend.loadCheckpoint(name);
+    this.#position =
+      stored ?? (from === 'start' ? 0 : from === 'end' ? await this.#store.headPosition() : from.after);
+    let dirty = false;
+    const stopWatching: Unsubscribe = await this.#store.backend.watch(() => {
+      this.#appended = true;
+      this.#wake?.();
+    });
+    let attempt = 0;
+    let previousDelay = 0;
+    try {
+      while (!this.#stopped) {
+        this.#appended = false;
+        const batch = await this.#store.readAll<E>({ after: this.#position, maxCount: batchSize });
+        if (batch.length === 0) {
+          this.#reachedEnd();
+          this.#emit({ type: 'caught-up', position: this.#position });
+          await this.#idle(this.#options.pollIntervalMs ?? 1000);
+          continue;
+        }
+        for (const event of batch) {
+          if (this.#stopped) break;
+          try {
+            await handler(event);
+          } catch (error) {
+            attempt++;
+            this.#emit({ type: 'handler-failed', position: event.globalPosition, error, attempt });
+            previousDelay = backoff.delay(attempt, previousDelay);
+            await this.#idle(previousDelay, false);
+            break;
+          }
+          attempt = 0;
+          previousDelay = 0;
+          this.#position = event.globalPosition;
+          dirty = true;
+        }
+        if (dirty) {
+          await this.#checkpoint();
+          dirty = false;
+        }
+      }
+    } finally {
+      stopWatching();
+    }
+  }
+
+  async #checkpoint(): Promise<void> {
+    const { name } = this.#options;
+    if (name === undefined) return;
+    await this.#store.backend.storeCheckpoint(name, this.#position);
+    this.#emit({ type: 'checkpointed', position: this.#position });
+  }
+
+  /** Waits for `ms`, or for an append when `wakeOnAppend`, or for stop(). */
+  #idle(ms: number, wakeOnAppend = true): Promise<void> {
+    if (this.#stopped || (wakeOnAppend && this.#appended)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+        this.#timer = undefined;
+        this.#wake = undefined;
+        resolve();
+      };
+      this.#timer = this.#clock.setTimeout(done, ms, { unref: true });
+      this.#wake = wakeOnAppend
+        ? done
+        : () => {
+            if (this.#stopped) done();
+          };
+    });
+  }
+
+  #emit(event: SubscriptionEventDetail): void {
+    if (!this.events.active) return;
+    this.events.emit({
+      component: 'subscription',
+      name: this.name,
+      at: this.#clock.now(),
+      ...event,
+    } as SubscriptionEvent);
+  }
+}
