@@ -1,3 +1,4 @@
+export * from './aggregate.js';
 export * from './append-rules.js';
 export * from './backend.js';
 export * from './errors.js';
@@ -5,5 +6,6 @@ export * from './event-store.js';
 export * from './event-types.js';
 export * from './memory/memory-event-store.js';
 export * from './postgres/postgres-event-store.js';
+export * from './snapshot-cache.js';
 export * from './sqlite/sqlite-event-store.js';
 export * from './subscription.js';

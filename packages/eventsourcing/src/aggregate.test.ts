@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { VirtualClock } from '@stratus/testkit';
+import fc from 'fast-check';
+import { type AggregateEvent, AggregateRepository, type Decider } from './aggregate.js';
+import { WrongExpectedVersionError } from './errors.js';
+import { EventStore } from './event-store.js';
+import { MemoryEventStore } from './memory/memory-event-store.js';
+
+type AccountEvent =
+  | { type: 'Opened'; data: { owner: string } }
+  | { type: 'Deposited'; data: { amount: number } }
+  | { type: 'Withdrawn'; data: { amount: number } };
+interface Account {
+  readonly open: boolean;
+  readonly owner: string;
+  readonly balance: number;
+  readonly movements: number;
+}
+type AccountCommand = { kind: 'deposit'; amount: number } | { kind: 'withdraw'; amount: number };
+
+const account: Decider<Account, AccountEvent, AccountCommand> = {
+  initialState: () => ({ open: false, owner: '', balance: 0, movements: 0 }),
+  evolve(state, event) {
+    switch (event.type) {
+      case 'Opened':
+        return { ...state, open: true, owner: event.data.owner };
+      case 'Deposited':
+        return { ...state, balance: state.balance + event.data.amount, movements: state.movements + 1 };
+      case 'Withdrawn':
+        return { ...state, balance: state.balance - event.data.amount, movements: state.movements + 1 };
+    }
+  },
+  decide(command, state) {
+    if (command.kind === 'withdraw' && command.amount > state.balance) throw new Error('insufficient funds');
+    return command.kind === 'deposit'
+      ? { type: 'Deposited', data: { amount: command.amount } }
+      : { type: 'Withdrawn', data: { amount: command.amount } };
+  },
+};
+
+/** Counts the stream reads it serves (the cache tests check when the store is not asked). */
+class CountingStore extends MemoryEventStore {
+  reads = 0;
+  override async readStream(...args: Parameters<MemoryEventStore['readStream']>) {
+    this.reads++;
+    return super.readStream(...args);
+  }
+}
+
+function setup(options: Partial<ConstructorParameters<typeof AggregateRepository>[1]> = {}) {
+  const clock = new VirtualClock({ now: 1_750_000_000_000 });
+  const backend = new CountingStore();
+  const store = new EventStore({ backend, clock });
+  const repository = new AggregateRepository(store, {
+    category: 'account',
+    decider: account,
+    ...options,
+  } as never) as AggregateRepository<Account, AccountEvent, AccountCommand>;
+  return { clock, store, repository, reads: () => backend.reads };
+}
+
+describe('AggregateRepository', () => {
+  it('decides, appends with the loaded version and returns the new state', async () => {
+    const { repository, store } = setup();
+    const opened = await repository.handle('1', () => ({ type: 'Opened', data: { owner: 'ann' } }));
+    assert.equal(opened.version, 1);
+    await repository.execute('1', { kind: 'deposit', amount: 50 });
+    const after = await repository.execute('1', { kind: 'withdraw', amount: 20 }, { correlationId: 'cmd-9' });
+    assert.deepEqual(after.state, { open: true, owner: 'ann', balance: 30, movements: 2 });
+    assert.equal(after.version, 3);
+    assert.deepEqual(await repository.load('1'), { state: after.state, version: 3 });
+    const [last] = await store.readStream('account-1', { direction: 'backwards', maxCount: 1 });
+    assert.equal(last?.metadata.correlationId, 'cmd-9');
+    await assert.rejects(repository.execute('1', { kind: 'withdraw', amount: 100 }), /insufficient funds/);
+    assert.equal(await store.streamVersion('account-1'), 3);
+  });
+
+  it('reloads and decides again when another writer got there first', async () => {
+    const { store } = setup();
+    const a = new AggregateRepository(store, { category: 'account', decider: account, maxAttempts: 20 });
+    const b = new AggregateRepository(store, { category: 'account', decider: account, maxAttempts: 20 });
+    const conflicts: AggregateEvent[] = [];
+    a.events.on((event) => conflicts.push(event));
+    b.events.on((event) => conflicts.push(event));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        (i % 2 === 0 ? a : b).execute('shared', { kind: 'deposit', amount: 1 }),
+      ),
+    );
+    assert.deepEqual(await a.load('shared'), {
+      state: { open: false, owner: '', balance: 10, movements: 10 },
+      version: 10,
+    });
+    assert.ok(conflicts.length > 0 && conflicts.every((event) => event.type === 'conflict'));
+  });
+
+  it('refuses to decide against a stale expected version, without retrying', async () => {
+    const { repository } = setup();
+    await repository.execute('2', { kind: 'deposit', amount: 5 });
+    await assert.rejects(
+      repository.execute('2', { kind: 'deposit', amount: 5 }, { expectedVersion: 0 }),
+      (error: unknown) => error instanceof WrongExpectedVersionError && error.actual === 1,
+    );
+  });
+
+  it('appends a repeated command with the same event ids once', async () => {
+    const { repository, store } = setup();
+    const first = await repository.execute('3', { kind: 'deposit', amount: 7 }, { eventIds: ['cmd-1/0'] });
+    const again = await repository.execute('3', { kind: 'deposit', amount: 7 }, { eventIds: ['cmd-1/0'] });
+    assert.equal(first.appended?.written, true);
+    assert.equal(again.appended?.written, false);
+    assert.equal(again.state.balance, 7);
+    assert.equal(await store.streamVersion('account-3'), 1);
+  });
+
+  it('takes snapshots every N events and loads from them', async () => {
+    const { repository, store } = setup({ snapshots: { every: 3 } });
+    for (let i = 1; i <= 7; i++) await repository.execute('4', { kind: 'deposit', amount: i });
+    const snapshot = await store.backend.loadSnapshot('account-4');
+    assert.equal(snapshot?.version, 6);
+    assert.deepEqual(JSON.parse(snapshot?.state ?? 'null'), {
+      open: false,
+      owner: '',
+      balance: 21,
+      movements: 6,
+    });
+    const fresh = new AggregateRepository(store, {
+      category: 'account',
+      decider: account,
+      snapshots: { every: 3 },
+    });
+    assert.deepEqual(await fresh.load('4'), {
+      state: { open: false, owner: '', balance: 28, movements: 7 },
+      version: 7,
+    });
+    // A snapshot of another shape is ignored: the stream is replayed.
+    await store.backend.storeSnapshot({
+      ...(snapshot as NonNullable<typeof snapshot>),
+      state: '{"broken":true}',
+      schemaVersion: 9,
+    });
+    const replayed = await fresh.load('4');
+    assert.equal(replayed.state.balance, 28);
+  });
+
+  it('equals a full replay when loaded from a snapshot (property)', async () => {
+    const operation = fc.oneof(
+      fc.record({ kind: fc.constant('deposit' as const), amount: fc.integer({ min: 1, max: 100 }) }),
+      fc.record({ kind: fc.constant('withdraw' as const), amount: fc.integer({ min: 1, max: 100 }) }),
+      fc.constant({ kind: 'snapshot' as const }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(operation, { maxLength: 40 }),
+        fc.integer({ min: 1, max: 7 }),
+        async (operations, every) => {
+          const { store } = setup();
+          const repository = new AggregateRepository(store, {
+            category: 'account',
+            decider: account,
+            snapshots: { every },
+          });
+          for (const op of operations) {
+            if (op.kind === 'snapshot') await repository.snapshot('p');
+            else await repository.execute('p', op).catch(() => undefined);
+          }
+          const fromSnapshot = await new AggregateRepository(store, {
+            category: 'account',
+            decider: account,
+          }).load('p');
+          const replay = await store.aggregateStream('account-p', {
+            initialState: account.initialState,
+            evolve: (state: Account, event) => account.evolve(state, event as unknown as AccountEvent),
+          });
+          assert.deepEqual(fromSnapshot, replay);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('serves recent states from its cache: trusted for a second, then topped up from the stream', async () => {
+    const { repository, reads, clock, store } = setup({ cache: { trustMs: 1000, ttlMs: 60_000 } });
+    await repository.execute('5', { kind: 'deposit', amount: 10 });
+    const before = reads();
+    assert.equal((await repository.load('5')).state.balance, 10);
+    assert.equal(reads(), before, 'a state saved under a second ago is used as is');
+    // Another writer appends behind the cache's back.
+    await store.appendToStream('account-5', [{ type: 'Deposited', data: { amount: 5 } }]);
+    await clock.advance(1500);
+    assert.equal((await repository.load('5')).state.balance, 15, 'an older entry reads the events after it');
+    assert.equal(reads(), before + 1);
+    await clock.advance(60_000);
+    assert.equal((await repository.load('5')).state.balance, 15);
+  });
+
+  it('recovers from a stale trusted cache entry through the conflict retry', async () => {
+    const { repository, store } = setup({ cache: { trustMs: 1000 } });
+    await repository.execute('6', { kind: 'deposit', amount: 10 });
+    await store.appendToStream('account-6', [{ type: 'Withdrawn', data: { amount: 4 } }]);
+    const after = await repository.execute('6', { kind: 'withdraw', amount: 6 });
+    assert.equal(after.state.balance, 0);
+    assert.equal(after.version, 3);
+  });
+
+  it('refuses bad options', () => {
+    const { store } = setup();
+    assert.throws(() => new AggregateRepository(store, { category: 'a-b', decider: account }), /category/);
+    assert.throws(
+      () => new AggregateRepository(store, { category: 'a', decider: {} as never }),
+      /initialState/,
+    );
+    assert.throws(
+      () => new AggregateRepository(store, { category: 'a', decider: account, snapshots: { every: 0 } }),
+      /every/,
+    );
+    assert.throws(
+      () => new AggregateRepository(store, { category: 'a', decider: account, maxAttempts: 0 }),
+      /maxAttempts/,
+    );
+  });
+});
