@@ -148,7 +148,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
   async load(id: string): Promise<Loaded<State>> {
     const streamName = this.streamName(id);
     const cached = this.#cache?.get(streamName);
-    if (cached !== undefined && cached.trusted) return cached.value;
+    if (cached?.trusted) return cached.value;
     const start = cached?.value ?? (await this.#fromSnapshot(streamName));
     const loaded = await this.#store.aggregateStream<State, Event & RecordedEvent>(streamName, {
       initialState: () => this.#decider.initialState(),

@@ -2,6 +2,7 @@ export * from './aggregate.js';
 export * from './append-rules.js';
 export * from './backend.js';
 export * from './errors.js';
+export * from './event-publisher.js';
 export * from './event-store.js';
 export * from './event-types.js';
 export * from './memory/memory-event-store.js';

@@ -32,6 +32,19 @@ describe('Subscription', () => {
     await subscription.stop();
   });
 
+  it('hands whole batches to handleBatch', async () => {
+    const { store } = openStore();
+    await append(store, 'a-1', 1, 2, 3, 4, 5);
+    const batches: unknown[][] = [];
+    const subscription = store.subscribe({
+      batchSize: 2,
+      handleBatch: (events) => void batches.push(events.map((e) => e.data)),
+    });
+    await subscription.caughtUp;
+    assert.deepEqual(batches, [[1, 2], [3, 4], [5]]);
+    await subscription.stop();
+  });
+
   it('resumes after its checkpoint, and starts at the end when asked', async () => {
     const { store } = openStore();
     await append(store, 'a-1', 1, 2, 3);
@@ -89,6 +102,8 @@ describe('Subscription', () => {
     const { store } = openStore();
     const handler = () => {};
     assert.throws(() => store.subscribe({ handler: 'no' as never }), /handler/);
+    assert.throws(() => store.subscribe({}), /handler/);
+    assert.throws(() => store.subscribe({ handler, handleBatch: () => {} }), /handler/);
     assert.throws(() => store.subscribe({ handler, batchSize: 0 }), /batchSize/);
     assert.throws(() => store.subscribe({ handler, from: { after: -1 } }), /from/);
     assert.throws(() => store.subscribe({ handler, name: '' }), /name/);

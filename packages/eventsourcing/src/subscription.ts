@@ -23,7 +23,9 @@ export interface SubscriptionOptions<E extends RecordedEvent = RecordedEvent> {
   /** Where to start when there is no checkpoint: 'start' (default), 'end' (only new events) or after a position. */
   readonly from?: 'start' | 'end' | { readonly after: number };
   /** Called for each event in global order (so in order per stream); the next waits for it. */
-  readonly handler: (event: E) => void | Promise<void>;
+  readonly handler?: (event: E) => void | Promise<void>;
+  /** Instead of `handler`: called with each batch read (up to `batchSize` events), all or nothing. */
+  readonly handleBatch?: (events: readonly E[]) => void | Promise<void>;
   /** Events read per round trip; default 500. */
   readonly batchSize?: number;
   /**
@@ -75,7 +77,11 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
   constructor(store: EventStore, options: SubscriptionOptions<E>) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidOptionsError('options', 'expected an object');
-    assertFunction('handler', options.handler);
+    if ((options.handler === undefined) === (options.handleBatch === undefined)) {
+      throw new InvalidOptionsError('handler', 'give either handler or handleBatch');
+    }
+    if (options.handler !== undefined) assertFunction('handler', options.handler);
+    if (options.handleBatch !== undefined) assertFunction('handleBatch', options.handleBatch);
     if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
       throw new InvalidOptionsError('name', 'expected a non-empty string');
     }
@@ -112,7 +118,7 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
   }
 
   async #run(): Promise<void> {
-    const { name, from = 'start', batchSize = 500, handler } = this.#options;
+    const { name, from = 'start', batchSize = 500, handler, handleBatch } = this.#options;
     const backoff = this.#options.retryBackoff ?? exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
     const stored = name === undefined ? undefined : await this.#store.backend.loadCheckpoint(name);
     this.#position =
@@ -134,20 +140,24 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
           await this.#idle(this.#options.pollIntervalMs ?? 1000);
           continue;
         }
-        for (const event of batch) {
+        // One unit per event, or the whole batch: the position moves past a unit once it is handled.
+        const units = handleBatch === undefined ? batch.map((event) => [event]) : [batch];
+        for (const unit of units) {
           if (this.#stopped) break;
+          const last = unit[unit.length - 1] as E;
           try {
-            await handler(event);
+            if (handleBatch === undefined) await (handler as NonNullable<typeof handler>)(last);
+            else await handleBatch(unit);
           } catch (error) {
             attempt++;
-            this.#emit({ type: 'handler-failed', position: event.globalPosition, error, attempt });
+            this.#emit({ type: 'handler-failed', position: (unit[0] as E).globalPosition, error, attempt });
             previousDelay = backoff.delay(attempt, previousDelay);
             await this.#idle(previousDelay, false);
             break;
           }
           attempt = 0;
           previousDelay = 0;
-          this.#position = event.globalPosition;
+          this.#position = last.globalPosition;
           dirty = true;
         }
         if (dirty) {
