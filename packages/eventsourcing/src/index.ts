@@ -1,6 +1,7 @@
 export * from './aggregate.js';
 export * from './append-rules.js';
 export * from './backend.js';
+export * from './command-bus.js';
 export * from './errors.js';
 export * from './event-publisher.js';
 export * from './event-store.js';

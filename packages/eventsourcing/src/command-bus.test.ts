@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
+import { waitUntil } from '@stratus/testkit';
+import {
+  CommandBus,
+  type CommandEnvelope,
+  NoCommandHandlerError,
+  NoQueryHandlerError,
+  QueryBus,
+} from './command-bus.js';
+
+async function messagingWithQueues(...queues: { name: string; sessions?: boolean }[]) {
+  const messaging = new Messaging({ backend: new MemoryMessageBackend() });
+  for (const queue of queues) await messaging.createQueue(queue.name, { sessions: queue.sessions ?? false });
+  return messaging;
+}
+
+describe('CommandBus', () => {
+  it('runs a local handler in process and passes its error to the sender', async () => {
+    const handled: CommandEnvelope[] = [];
+    const bus = new CommandBus().register<{ seats: number }>('PlaceOrder', (command) => {
+      if (command.data.seats < 0) throw new Error('negative seats');
+      handled.push(command);
+    });
+    assert.equal(await bus.send('PlaceOrder', { seats: 2 }, { id: 'c-1', correlationId: 'r-1' }), 'handled');
+    assert.deepEqual(handled, [{ type: 'PlaceOrder', id: 'c-1', data: { seats: 2 }, correlationId: 'r-1' }]);
+    await assert.rejects(bus.send('PlaceOrder', { seats: -1 }), /negative seats/);
+    await assert.rejects(bus.send('Unknown', {}), NoCommandHandlerError);
+  });
+
+  it('queues commands it has no handler for; a worker runs them with the same handler code, once per id', async () => {
+    const messaging = await messagingWithQueues({ name: 'commands' }, { name: 'seats', sessions: true });
+    const web = new CommandBus({
+      messaging,
+      queueOf: (type) => (type === 'MakeSeatReservation' ? 'seats' : 'commands'),
+      sessionOf: (command) =>
+        command.type === 'MakeSeatReservation'
+          ? `conference-${(command.data as { conference: string }).conference}`
+          : undefined,
+    });
+    const ran: string[] = [];
+    const handler = (command: CommandEnvelope) => void ran.push(`${command.type}:${command.id}`);
+    const worker = new CommandBus({ messaging })
+      .register('RegisterToConference', handler)
+      .register('MakeSeatReservation', handler);
+    assert.equal(await web.send('RegisterToConference', { order: 'o-1' }, { id: 'cmd-1' }), 'queued');
+    assert.equal(await web.send('RegisterToConference', { order: 'o-1' }, { id: 'cmd-1' }), 'queued');
+    await web.send('MakeSeatReservation', { conference: 'c-9' }, { id: 'cmd-2' });
+    const [peeked] = await messaging.queue('seats').peek();
+    assert.equal(peeked?.sessionId, 'conference-c-9');
+    const consumers = [worker.consume('commands'), worker.consume('seats')];
+    await waitUntil(() => ran.length >= 2, 'both commands ran');
+    assert.deepEqual(ran.sort(), ['MakeSeatReservation:cmd-2', 'RegisterToConference:cmd-1']);
+    for (const consumer of consumers) await consumer.close();
+  });
+
+  it('dead-letters a queued command nobody handles', async () => {
+    const messaging = await messagingWithQueues({ name: 'commands' });
+    await new CommandBus({ messaging }).send('Orphan', {});
+    const consumer = new CommandBus({ messaging }).consume('commands');
+    await waitUntil(
+      async () => (await messaging.queue('commands').listDeadLetters()).length === 1,
+      'dead-lettered',
+    );
+    const [dead] = await messaging.queue('commands').listDeadLetters();
+    assert.equal(dead?.deadLetterReason, 'no-handler');
+    await consumer.close();
+  });
+
+  it('refuses bad registrations', () => {
+    const bus = new CommandBus().register('A', () => {});
+    assert.throws(() => bus.register('A', () => {}), /already registered/);
+    assert.throws(() => bus.register('', () => {}), /type/);
+    assert.throws(() => bus.register('B', 'x' as never), /handler/);
+    assert.throws(() => new CommandBus({ messaging: {} as never }), /messaging/);
+  });
+});
+
+describe('QueryBus', () => {
+  it('answers queries from their handler', async () => {
+    const queries = new QueryBus().register<{ id: string }, string>(
+      'OrderById',
+      (query) => `order ${query.id}`,
+    );
+    assert.equal(await queries.ask('OrderById', { id: '7' }), 'order 7');
+    await assert.rejects(queries.ask('Nope'), NoQueryHandlerError);
+  });
+});
