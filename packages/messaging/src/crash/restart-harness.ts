@@ -1,25 +1,18 @@
 /**
- * The crash test with the server restarted mid-run: producers and consumers reconnect on their own (the client's
- * transient retry for sends and settles, the consumers' receive loops, the backends' wake-up connections), and no
- * acknowledged message is lost. Each backend gets a server of its own, since the restart cuts everyone off.
+ * Pieces of the crash tests with the server restarted mid-run (restart-*.test.ts): producers and consumers reconnect
+ * on their own (the client's transient retry for sends and settles, the consumers' receive loops, the backends'
+ * wake-up connections), and no acknowledged message is lost. Each backend gets a server of its own, since the
+ * restart cuts everyone off.
  */
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  findPostgresBinaries,
-  findRedisServer,
-  type PostgresServer,
-  type RedisServer,
-  startPostgres,
-  startRedis,
-} from '@stratus/testkit';
-import { type CrashReport, crashAndCheck } from './harness.js';
+import type { PostgresServer, RedisServer } from '@stratus/testkit';
+import type { CrashReport } from './harness.js';
 
 const DOWNTIME_MS = 1500;
 
 /** A server of this file's own, or why there is none (under CI, none is an error). */
-async function ownServer<T>(
+export async function ownServer<T>(
   label: string,
   found: string | true,
   start: () => Promise<T>,
@@ -39,7 +32,7 @@ async function ownServer<T>(
 // down needs the server for that too.
 
 /** Restarts the server half a second into the second half, recording when it went down and came back. */
-function restartMidRun(server: PostgresServer | RedisServer) {
+export function restartMidRun(server: PostgresServer | RedisServer) {
   const window = { downAt: 0, upAt: 0 };
   const disrupt = async () => {
     await delay(500);
@@ -54,7 +47,7 @@ function restartMidRun(server: PostgresServer | RedisServer) {
  * Some batch was sent while the server was down and acknowledged only after it was back, and the worker that was
  * never killed went on consuming after the restart.
  */
-function assertRodeOutRestart(report: CrashReport, window: { downAt: number; upAt: number }) {
+export function assertRodeOutRestart(report: CrashReport, window: { downAt: number; upAt: number }) {
   assert.ok(window.upAt > window.downAt, 'the server was restarted');
   assert.ok(
     report.sends.some((send) => send.startedAt >= window.downAt && send.endedAt >= window.upAt),
@@ -70,41 +63,3 @@ function assertRodeOutRestart(report: CrashReport, window: { downAt: number; upA
       `receives and took effect until ${survivor.lastEffectAt - window.upAt} ms after the restart`,
   );
 }
-
-const pgBinaries = findPostgresBinaries();
-const pg = await ownServer('PostgreSQL', 'reason' in pgBinaries ? pgBinaries.reason : true, () =>
-  startPostgres(),
-);
-
-describe('crash test on PostgreSQL with the server restarted mid-run', { skip: pg.skip }, () => {
-  after(() => pg.server?.stop());
-  it('takes effect exactly once for each of 10,000 messages; everyone reconnects', async () => {
-    const server = pg.server as PostgresServer;
-    const { window, disrupt } = restartMidRun(server);
-    const report = await crashAndCheck('postgres, restarted', server.url, 4, {
-      disrupt,
-      spared: 1,
-      settingsCacheMs: 0,
-    });
-    assertRodeOutRestart(report, window);
-  });
-});
-
-const redisBinary = findRedisServer();
-const redis = await ownServer('Redis', typeof redisBinary === 'string' ? true : redisBinary.reason, () =>
-  startRedis({ persistent: true }),
-);
-
-describe('crash test on Redis with the server restarted mid-run', { skip: redis.skip }, () => {
-  after(() => redis.server?.stop());
-  it('takes effect exactly once for each of 10,000 messages; everyone reconnects', async () => {
-    const server = redis.server as RedisServer;
-    const { window, disrupt } = restartMidRun(server);
-    const report = await crashAndCheck('redis, restarted', server.url, 5, {
-      disrupt,
-      spared: 1,
-      settingsCacheMs: 0,
-    });
-    assertRodeOutRestart(report, window);
-  });
-});

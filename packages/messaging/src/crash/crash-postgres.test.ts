@@ -1,0 +1,17 @@
+/**
+ * At-least-once delivery plus the inbox gives exactly-once effects, whatever kills the consumers: 10,000 messages
+ * through a durable backend while worker processes are SIGKILLed at random (and replaced). One file per backend, so
+ * each runs within the test runner's per-file time limit.
+ */
+import { after, describe, it } from 'node:test';
+import { postgresForSuite } from '@stratus/testkit';
+import { crashAndCheck } from './harness.js';
+
+const pg = await postgresForSuite('messaging crash');
+
+describe('crash test on PostgreSQL: SIGKILLed consumers, exactly-once effects', { skip: pg.skip }, () => {
+  after(() => pg.release());
+  it('takes effect exactly once for each of 10,000 messages', async () => {
+    await crashAndCheck('postgres', pg.url as string, 2);
+  });
+});
