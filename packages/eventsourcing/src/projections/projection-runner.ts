@@ -1,0 +1,336 @@
+import {
+  assertCount,
+  assertDuration,
+  assertFunction,
+  assertInteger,
+  type Clock,
+  EventEmitter,
+  InvalidOptionsError,
+  randomId,
+  type StratusEvent,
+  type TimerHandle,
+  type Unsubscribe,
+} from '@stratus/core';
+import type { RecordedEvent } from '../backend.js';
+import type { EventStore } from '../event-store.js';
+import type { ProjectionTarget } from './target.js';
+
+/** A materialized view: how to create its tables, and how each event changes them. */
+export interface Projection<Tx> {
+  readonly name: string;
+  /** Bump it to rebuild the view from scratch beside the current one (blue/green). */
+  readonly version: number;
+  /** Event types it reads; others are passed over (the position still moves). Default: all. */
+  readonly eventTypes?: readonly string[];
+  setup(tx: Tx, version: number): void | Promise<void>;
+  /** On SQLite it must be synchronous: it runs inside the commit's transaction. */
+  apply(tx: Tx, event: RecordedEvent, version: number): void | Promise<void>;
+  /** Drops the tables of a retired version (ProjectionRunner.remove). */
+  teardown?(tx: Tx, version: number): void | Promise<void>;
+}
+
+export interface ProjectionRunnerOptions {
+  /** Identifies this runner in the lease; default a random id. */
+  readonly owner?: string;
+  /** Events applied per transaction; default 500. */
+  readonly batchSize?: number;
+  /** Lease duration: another runner takes over at most this long after this one dies; default 10 s. */
+  readonly leaseMs?: number;
+  /** Safety poll while caught up (appends wake the runner at once); default 1000 ms. */
+  readonly pollIntervalMs?: number;
+  /**
+   * Make this version the active one the first time it catches up (retiring the previous one): a new version
+   * rebuilds beside the old and takes over when complete. Default true.
+   */
+  readonly activateWhenCaughtUp?: boolean;
+}
+
+type RunnerEventDetail =
+  | { readonly type: 'lease-acquired' | 'lease-lost' | 'retired' }
+  | { readonly type: 'caught-up' | 'activated'; readonly position: number }
+  | {
+      readonly type: 'batch-applied';
+      readonly from: number;
+      readonly to: number;
+      readonly events: number;
+      /** Positions skipped inside the batch: values of the sequence whose transactions rolled back. */
+      readonly gaps: number;
+    }
+  | { readonly type: 'failed'; readonly error: unknown };
+
+export type ProjectionRunnerEvent = StratusEvent & { readonly component: 'projection' } & RunnerEventDetail;
+
+export interface ProjectionLag {
+  /** Events appended that the view has not applied yet. */
+  readonly events: number;
+  /** How old the oldest unapplied event's predecessor is: now minus when the last applied event was recorded (0 when caught up). */
+  readonly ms: number;
+  readonly position: number;
+}
+
+/** Runs the events of `events` through `apply`, synchronously until an apply returns a promise. */
+function applyAll<Tx>(
+  tx: Tx,
+  events: readonly RecordedEvent[],
+  from: number,
+  apply: (tx: Tx, event: RecordedEvent) => void | Promise<void>,
+): void | Promise<void> {
+  for (let i = from; i < events.length; i++) {
+    const result = apply(tx, events[i] as RecordedEvent);
+    if (result !== undefined && typeof (result as Promise<void>).then === 'function') {
+      return (result as Promise<void>).then(() => applyAll(tx, events, i + 1, apply));
+    }
+  }
+}
+
+/**
+ * Keeps one version of a view up to date: single-active through a lease on the view (renewed while it runs, and
+ * checked by every commit, so a runner that lost it cannot write); each batch of events and the position it reaches
+ * commit in one transaction, so a crash mid-batch leaves the view as it was and the batch is applied again.
+ */
+export class ProjectionRunner<Tx> {
+  readonly owner: string;
+  readonly events = new EventEmitter<ProjectionRunnerEvent>();
+  /** Resolves the first time the view has applied every event. */
+  readonly caughtUp: Promise<void>;
+  readonly #store: EventStore;
+  readonly #target: ProjectionTarget<Tx>;
+  readonly #projection: Projection<Tx>;
+  readonly #clock: Clock;
+  readonly #batchSize: number;
+  readonly #leaseMs: number;
+  readonly #pollIntervalMs: number;
+  readonly #activate: boolean;
+  readonly #types: ReadonlySet<string> | undefined;
+  #position = 0;
+  #lastEventAt = 0;
+  #heldLease = false;
+  #stopped = false;
+  #running: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+  #timer: TimerHandle | undefined;
+  #signalled = false;
+  #reachedEnd!: () => void;
+
+  constructor(
+    store: EventStore,
+    target: ProjectionTarget<Tx>,
+    projection: Projection<Tx>,
+    options: ProjectionRunnerOptions = {},
+  ) {
+    if (typeof projection !== 'object' || projection === null)
+      throw new InvalidOptionsError('projection', 'expected an object');
+    if (typeof projection.name !== 'string' || projection.name.length === 0) {
+      throw new InvalidOptionsError('projection.name', 'expected a non-empty string');
+    }
+    assertInteger('projection.version', projection.version, 1);
+    assertFunction('projection.setup', projection.setup);
+    assertFunction('projection.apply', projection.apply);
+    const {
+      owner = `runner-${randomId()}`,
+      batchSize = 500,
+      leaseMs = 10_000,
+      pollIntervalMs = 1000,
+    } = options;
+    if (typeof owner !== 'string' || owner.length === 0)
+      throw new InvalidOptionsError('owner', 'expected a non-empty string');
+    assertCount('batchSize', batchSize, 1);
+    assertDuration('leaseMs', leaseMs, { allowZero: false });
+    assertDuration('pollIntervalMs', pollIntervalMs, { allowZero: false });
+    this.owner = owner;
+    this.#store = store;
+    this.#target = target;
+    this.#projection = projection;
+    this.#clock = store.clock;
+    this.#batchSize = batchSize;
+    this.#leaseMs = leaseMs;
+    this.#pollIntervalMs = pollIntervalMs;
+    this.#activate = options.activateWhenCaughtUp ?? true;
+    this.#types = projection.eventTypes === undefined ? undefined : new Set(projection.eventTypes);
+    this.caughtUp = new Promise((resolve) => {
+      this.#reachedEnd = resolve;
+    });
+  }
+
+  get name(): string {
+    return this.#projection.name;
+  }
+
+  get version(): number {
+    return this.#projection.version;
+  }
+
+  /** The position the view has reached, as this runner last saw it. */
+  get position(): number {
+    return this.#position;
+  }
+
+  /** How far behind the event log the view is. */
+  async lag(): Promise<ProjectionLag> {
+    const head = await this.#store.headPosition();
+    const behind = Math.max(0, head - this.#position);
+    return {
+      events: behind,
+      ms: behind === 0 || this.#lastEventAt === 0 ? 0 : Math.max(0, this.#clock.now() - this.#lastEventAt),
+      position: this.#position,
+    };
+  }
+
+  /** Starts the runner (it first waits for the lease); resolves once it has stopped. */
+  start(): Promise<void> {
+    this.#running ??= this.#run();
+    return this.#running;
+  }
+
+  /** Stops after the batch in progress and gives the lease back. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#running;
+  }
+
+  async #run(): Promise<void> {
+    const { name, version } = this.#projection;
+    await this.#target.prepare(name, version, (tx) => this.#projection.setup(tx, version));
+    const stopWatching: Unsubscribe = await this.#store.backend.watch(() => {
+      this.#signalled = true;
+      this.#wake?.();
+    });
+    try {
+      while (!this.#stopped) {
+        if (!(await this.#holdLease())) {
+          await this.#idle(this.#leaseMs / 3, false);
+          continue;
+        }
+        const leaseHeldUntil = this.#clock.now() + this.#leaseMs / 3;
+        while (!this.#stopped && this.#clock.now() < leaseHeldUntil) {
+          const outcome = await this.#step();
+          if (outcome === 'superseded') {
+            this.#emit({ type: 'lease-lost' });
+            break;
+          }
+          if (outcome === 'idle') await this.#idle(Math.min(this.#pollIntervalMs, this.#leaseMs / 3), true);
+        }
+      }
+    } catch (error) {
+      this.#emit({ type: 'failed', error });
+      throw error;
+    } finally {
+      stopWatching();
+      await this.#target.releaseLease(name, version, this.owner).catch(() => {});
+    }
+  }
+
+  /** Takes or renews the lease and reloads the view's position; false while another runner holds it. */
+  async #holdLease(): Promise<boolean> {
+    const { name, version } = this.#projection;
+    const had = this.#heldLease;
+    this.#heldLease = await this.#target.acquireLease(
+      name,
+      version,
+      this.owner,
+      this.#clock.now(),
+      this.#leaseMs,
+    );
+    if (!this.#heldLease) return false;
+    const state = (await this.#target.versions(name)).find((v) => v.version === version);
+    if (state === undefined || state.status === 'retired') {
+      this.#emit({ type: 'retired' });
+      this.#stopped = true;
+      return false;
+    }
+    this.#position = state.position;
+    this.#lastEventAt = state.lastEventAt;
+    if (!had) this.#emit({ type: 'lease-acquired' });
+    return true;
+  }
+
+  /** Applies one batch: 'applied', 'idle' (caught up) or 'superseded' (the lease or the position moved). */
+  async #step(): Promise<'applied' | 'idle' | 'superseded'> {
+    const { name, version } = this.#projection;
+    this.#signalled = false;
+    const batch = await this.#store.readAll({ after: this.#position, maxCount: this.#batchSize });
+    if (batch.length === 0) {
+      this.#reachedEnd();
+      this.#emit({ type: 'caught-up', position: this.#position });
+      if (this.#activate) await this.#activateIfNeeded();
+      return 'idle';
+    }
+    const last = batch[batch.length - 1] as RecordedEvent;
+    const types = this.#types;
+    const relevant = types === undefined ? batch : batch.filter((event) => types.has(event.type));
+    const from = this.#position;
+    const apply = (tx: Tx, event: RecordedEvent) => this.#projection.apply(tx, event, version);
+    const committed = await this.#target.commit(
+      name,
+      version,
+      this.owner,
+      from,
+      last.globalPosition,
+      last.recordedAt,
+      (tx) => applyAll(tx, relevant, 0, apply),
+    );
+    if (!committed) {
+      this.#heldLease = false;
+      return 'superseded';
+    }
+    let gaps = 0;
+    let previous = from;
+    for (const event of batch) {
+      if (previous > 0) gaps += event.globalPosition - previous - 1;
+      previous = event.globalPosition;
+    }
+    this.#position = last.globalPosition;
+    this.#lastEventAt = last.recordedAt;
+    this.#emit({ type: 'batch-applied', from, to: last.globalPosition, events: batch.length, gaps });
+    return 'applied';
+  }
+
+  async #activateIfNeeded(): Promise<void> {
+    const { name, version } = this.#projection;
+    const versions = await this.#target.versions(name);
+    if (versions.find((v) => v.version === version)?.status !== 'building') return;
+    await this.#target.activate(name, version);
+    this.#emit({ type: 'activated', position: this.#position });
+  }
+
+  /** Waits `ms`, or for an append (when `wakeOnAppend`), or for stop(). */
+  #idle(ms: number, wakeOnAppend: boolean): Promise<void> {
+    if (this.#stopped || (wakeOnAppend && this.#signalled)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+        this.#timer = undefined;
+        this.#wake = undefined;
+        resolve();
+      };
+      // Not unref'd: a running runner is work in progress and keeps the process alive until stop().
+      this.#timer = this.#clock.setTimeout(done, ms);
+      this.#wake = () => {
+        if (wakeOnAppend || this.#stopped) done();
+      };
+    });
+  }
+
+  #emit(event: RunnerEventDetail): void {
+    if (!this.events.active) return;
+    this.events.emit({
+      component: 'projection',
+      name: `${this.#projection.name}@${this.#projection.version}`,
+      at: this.#clock.now(),
+      ...event,
+    } as ProjectionRunnerEvent);
+  }
+}
+
+/** Removes a retired version of a view: its teardown (drop its tables) and its registration. */
+export async function removeViewVersion<Tx>(
+  target: ProjectionTarget<Tx>,
+  projection: Projection<Tx>,
+  version: number,
+): Promise<void> {
+  const state = (await target.versions(projection.name)).find((v) => v.version === version);
+  if (state?.status === 'active')
+    throw new InvalidOptionsError('version', 'the active version cannot be removed');
+  await target.remove(projection.name, version, (tx) => projection.teardown?.(tx, version));
+}

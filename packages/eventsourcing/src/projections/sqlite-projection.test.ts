@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { openSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
+import type { RecordedEvent } from '../backend.js';
+import { EventStore } from '../event-store.js';
+import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
+import {
+  type Projection,
+  ProjectionRunner,
+  type ProjectionRunnerEvent,
+  removeViewVersion,
+} from './projection-runner.js';
+import { SqliteProjectionTarget } from './sqlite-projection-target.js';
+import { activeVersion } from './target.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'stratus-projections-'));
+after(() => rmSync(directory, { recursive: true, force: true }));
+let files = 0;
+
+/** Orders per status; version 2 also sums the seats. */
+export const ordersView: Projection<SqliteDatabase> = {
+  name: 'orders',
+  version: 1,
+  eventTypes: ['OrderPlaced', 'OrderConfirmed'],
+  setup(db, version) {
+    db.exec(
+      `CREATE TABLE orders_v${version} (id TEXT PRIMARY KEY, status TEXT NOT NULL, seats INTEGER NOT NULL)`,
+    );
+  },
+  apply(db, event: RecordedEvent, version) {
+    const id = event.streamName.slice('order-'.length);
+    if (event.type === 'OrderPlaced') {
+      const seats = version >= 2 ? (event.data as { seats: number }).seats : 0;
+      db.prepare(`INSERT INTO orders_v${version} (id, status, seats) VALUES (?, 'placed', ?)`).run(id, seats);
+    } else {
+      db.prepare(`UPDATE orders_v${version} SET status = 'confirmed' WHERE id = ?`).run(id);
+    }
+  },
+  teardown(db, version) {
+    db.exec(`DROP TABLE orders_v${version}`);
+  },
+};
+
+function open(clock?: VirtualClock) {
+  const database = openSqlite(join(directory, `p-${++files}.db`));
+  const store = new EventStore({
+    backend: new SqliteEventStore({ database, watchIntervalMs: 5 }),
+    ...(clock ? { clock } : {}),
+  });
+  const target = new SqliteProjectionTarget({ database });
+  return { database, store, target };
+}
+
+const rows = (db: SqliteDatabase, version: number) =>
+  db.prepare(`SELECT id, status, seats FROM orders_v${version} ORDER BY id`).all();
+
+async function placeOrders(store: EventStore, from: number, to: number) {
+  for (let i = from; i <= to; i++) {
+    await store.appendToStream(`order-${i}`, [{ type: 'OrderPlaced', data: { seats: i } }]);
+    if (i % 2 === 0) await store.appendToStream(`order-${i}`, [{ type: 'OrderConfirmed', data: {} }]);
+    await store.appendToStream(`audit-${i}`, [{ type: 'Noted', data: {} }]);
+  }
+}
+
+describe('ProjectionRunner on SQLite', () => {
+  it('builds the view, activates it, follows new events, and keeps the position with the rows', async () => {
+    const { database, store, target } = open();
+    await placeOrders(store, 1, 4);
+    const runner = new ProjectionRunner(store, target, ordersView, { batchSize: 3, pollIntervalMs: 50 });
+    const events: ProjectionRunnerEvent[] = [];
+    runner.events.on((event) => events.push(event));
+    const running = runner.start();
+    await runner.caughtUp;
+    await waitUntil(async () => (await activeVersion(target, 'orders')) === 1, 'version 1 is active');
+    assert.deepEqual(rows(database, 1), [
+      { id: '1', status: 'placed', seats: 0 },
+      { id: '2', status: 'confirmed', seats: 0 },
+      { id: '3', status: 'placed', seats: 0 },
+      { id: '4', status: 'confirmed', seats: 0 },
+    ]);
+    await placeOrders(store, 5, 6);
+    await waitUntil(() => rows(database, 1).length === 6, 'live events are applied');
+    const head = await store.headPosition();
+    await waitUntil(() => runner.position === head, 'the runner reaches the head');
+    const [state] = await target.versions('orders');
+    assert.equal(state?.position, head);
+    assert.deepEqual(await runner.lag(), { events: 0, ms: 0, position: head });
+    assert.ok(events.some((e) => e.type === 'batch-applied' && e.events === 3));
+    await runner.stop();
+    await running;
+    assert.equal((await target.versions('orders'))[0]?.owner, undefined, 'the lease is given back');
+
+    // A restart continues from the stored position: nothing is applied twice (the inserts would fail).
+    await placeOrders(store, 7, 7);
+    const again = new ProjectionRunner(store, target, ordersView, { pollIntervalMs: 50 });
+    void again.start();
+    await waitUntil(() => rows(database, 1).length === 7, 'the restarted runner applies only what is new');
+    await again.stop();
+  });
+
+  it('rebuilds a new version beside the old one, then swaps it in and retires the old runner', async () => {
+    const { database, store, target } = open();
+    await placeOrders(store, 1, 5);
+    const v1 = new ProjectionRunner(store, target, ordersView, { pollIntervalMs: 20, leaseMs: 300 });
+    const v1Events: ProjectionRunnerEvent[] = [];
+    v1.events.on((event) => v1Events.push(event));
+    const v1Running = v1.start();
+    await v1.caughtUp;
+    await waitUntil(async () => (await activeVersion(target, 'orders')) === 1, 'version 1 serves');
+    const v2View = { ...ordersView, version: 2 };
+    const v2 = new ProjectionRunner(store, target, v2View, { pollIntervalMs: 20, leaseMs: 300 });
+    const v2Running = v2.start();
+    await v2.caughtUp;
+    await waitUntil(async () => (await activeVersion(target, 'orders')) === 2, 'version 2 took over');
+    assert.deepEqual(
+      rows(database, 2).map((row) => (row as { seats: number }).seats),
+      [1, 2, 3, 4, 5],
+    );
+    await v1Running;
+    assert.ok(
+      v1Events.some((event) => event.type === 'retired'),
+      'the old runner stopped itself',
+    );
+    await removeViewVersion(target, ordersView, 1);
+    assert.deepEqual(
+      (await target.versions('orders')).map((v) => [v.version, v.status]),
+      [[2, 'active']],
+    );
+    assert.throws(() => rows(database, 1), /no such table/);
+    await assert.rejects(removeViewVersion(target, v2View, 2), /active version/);
+    await v2.stop();
+    await v2Running;
+  });
+
+  it('lets one runner at a time write a view; a runner that lost its lease cannot commit', async () => {
+    const clock = new VirtualClock({ now: 1_750_000_000_000 });
+    const { database, store, target } = open(clock);
+    await placeOrders(store, 1, 3);
+    await target.prepare('orders', 1, (db) => ordersView.setup(db, 1));
+    assert.equal(await target.acquireLease('orders', 1, 'paused-runner', clock.now(), 1000), true);
+    const runner = new ProjectionRunner(store, target, ordersView, { leaseMs: 1000, pollIntervalMs: 100 });
+    const running = runner.start();
+    await waitUntil(
+      async () => (await target.versions('orders')).length === 1 && clock.pendingTimers > 0,
+      'the runner waits',
+    );
+    assert.deepEqual(rows(database, 1), [], 'nothing written while another runner holds the lease');
+    await clock.advance(1500);
+    await waitUntil(() => rows(database, 1).length === 3, 'the runner takes over once the lease expired');
+    const committed = await target.commit('orders', 1, 'paused-runner', 0, 99, 0, (db) => {
+      db.prepare("INSERT INTO orders_v1 (id, status, seats) VALUES ('ghost', 'placed', 0)").run();
+    });
+    assert.equal(committed, false, 'the old owner is fenced off');
+    assert.equal(rows(database, 1).length, 3);
+    await runner.stop();
+    await running;
+  });
+
+  it('refuses an asynchronous apply on SQLite and bad options', async () => {
+    const { store, target } = open();
+    await store.appendToStream('order-1', [{ type: 'OrderPlaced', data: { seats: 1 } }]);
+    const runner = new ProjectionRunner(store, target, {
+      ...ordersView,
+      name: 'async',
+      apply: async () => {},
+    });
+    await assert.rejects(runner.start(), /synchronously/);
+    assert.throws(() => new ProjectionRunner(store, target, { ...ordersView, version: 0 }), /version/);
+    assert.throws(() => new ProjectionRunner(store, target, ordersView, { batchSize: 0 }), /batchSize/);
+    assert.throws(() => new SqliteProjectionTarget({ database: {} as never }), /database/);
+  });
+});
