@@ -16,6 +16,7 @@ import {
 } from './projection-runner.js';
 import { SqliteProjectionTarget } from './sqlite-projection-target.js';
 import { activeVersion } from './target.js';
+import { projectionTargetContract } from './target-contract.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-projections-'));
 after(() => rmSync(directory, { recursive: true, force: true }));
@@ -65,6 +66,23 @@ async function placeOrders(store: EventStore, from: number, to: number) {
     await store.appendToStream(`audit-${i}`, [{ type: 'Noted', data: {} }]);
   }
 }
+
+projectionTargetContract('sqlite', async () => {
+  const database = openSqlite(join(directory, `contract-${++files}.db`));
+  return {
+    target: new SqliteProjectionTarget({ database }),
+    createTable: (db, table) => db.exec(`CREATE TABLE ${table} (id TEXT PRIMARY KEY)`),
+    dropTable: (db, table) => db.exec(`DROP TABLE ${table}`),
+    insert: (db, table, id) => {
+      db.prepare(`INSERT INTO ${table} (id) VALUES (?)`).run(id);
+    },
+    ids: async (table) =>
+      database
+        .prepare(`SELECT id FROM ${table} ORDER BY id`)
+        .all<{ id: string }>()
+        .map((row) => row.id),
+  };
+});
 
 describe('ProjectionRunner on SQLite', () => {
   it('builds the view, activates it, follows new events, and keeps the position with the rows', async () => {

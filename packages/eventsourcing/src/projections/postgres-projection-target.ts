@@ -1,0 +1,208 @@
+import { assertObject, InvalidOptionsError } from '@stratus/core';
+import { migratePostgres } from '@stratus/messaging';
+import type { Pool, PoolClient } from 'pg';
+import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
+
+export interface PostgresProjectionTargetOptions {
+  /** Your pg Pool (often the event store's); the target never ends it. */
+  readonly pool: Pool;
+  /** Schema of the registry table (views' own tables go where their setup puts them); default 'stratus'. */
+  readonly schema?: string;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+
+const migrations = (schema: string) => [
+  `CREATE TABLE "${schema}".es_views (
+     name text NOT NULL,
+     version int NOT NULL,
+     status text NOT NULL,
+     position bigint NOT NULL,
+     last_event_at double precision NOT NULL,
+     owner text,
+     lease_until double precision NOT NULL,
+     PRIMARY KEY (name, version)
+   )`,
+];
+
+interface ViewRow {
+  name: string;
+  version: number;
+  status: ViewStatus;
+  position: string;
+  last_event_at: number;
+  owner: string | null;
+  lease_until: number;
+}
+
+/**
+ * Views in PostgreSQL. Apply functions get the client of the commit's transaction (`tx.query(...)`) and may be
+ * asynchronous. The commit first moves the registry row (locking it), so two runners can never interleave batches
+ * of one view, and a runner that lost its lease finds no row to move and rolls back.
+ */
+export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
+  readonly kind = 'postgres';
+  readonly pool: Pool;
+  readonly schema: string;
+  #ready: Promise<void> | undefined;
+
+  constructor(options: PostgresProjectionTargetOptions) {
+    assertObject('options', options as unknown);
+    const { pool, schema = 'stratus' } = options;
+    if (typeof (pool as Partial<Pool> | undefined)?.connect !== 'function') {
+      throw new InvalidOptionsError('pool', 'expected a pg Pool');
+    }
+    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+      throw new InvalidOptionsError(
+        'schema',
+        'expected a lower-case SQL identifier of at most 40 characters',
+      );
+    }
+    this.pool = pool;
+    this.schema = schema;
+  }
+
+  get #table(): string {
+    return `"${this.schema}".es_views`;
+  }
+
+  #migrated(): Promise<void> {
+    this.#ready ??= migratePostgres(this.pool, this.schema, 'projections', migrations(this.schema)).catch(
+      (error: unknown) => {
+        this.#ready = undefined;
+        throw error;
+      },
+    );
+    return this.#ready;
+  }
+
+  /** Runs `work` in a transaction; a `false` result rolls it back. */
+  async #transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    await this.#migrated();
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query(result === false ? 'ROLLBACK' : 'COMMIT');
+      client.release();
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      client.release(error instanceof Error ? error : true);
+      throw error;
+    }
+  }
+
+  async prepare(
+    name: string,
+    version: number,
+    setup: (tx: PoolClient) => void | Promise<void>,
+  ): Promise<void> {
+    await this.#transaction(async (client) => {
+      // The advisory lock makes concurrent prepares of one view wait, so setup runs once.
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`stratus:view:${name}:${version}`]);
+      const { rowCount } = await client.query(
+        `SELECT 1 FROM ${this.#table} WHERE name = $1 AND version = $2`,
+        [name, version],
+      );
+      if (rowCount === 1) return;
+      await setup(client);
+      await client.query(
+        `INSERT INTO ${this.#table} (name, version, status, position, last_event_at, owner, lease_until)
+         VALUES ($1, $2, 'building', 0, 0, NULL, 0)`,
+        [name, version],
+      );
+    });
+  }
+
+  async acquireLease(
+    name: string,
+    version: number,
+    owner: string,
+    now: number,
+    ttlMs: number,
+  ): Promise<boolean> {
+    await this.#migrated();
+    const { rowCount } = await this.pool.query(
+      `UPDATE ${this.#table} SET owner = $3, lease_until = $4
+       WHERE name = $1 AND version = $2 AND (owner IS NULL OR owner = $3 OR lease_until < $5)`,
+      [name, version, owner, now + ttlMs, now],
+    );
+    return rowCount === 1;
+  }
+
+  async releaseLease(name: string, version: number, owner: string): Promise<void> {
+    await this.#migrated();
+    await this.pool.query(
+      `UPDATE ${this.#table} SET owner = NULL, lease_until = 0 WHERE name = $1 AND version = $2 AND owner = $3`,
+      [name, version, owner],
+    );
+  }
+
+  commit(
+    name: string,
+    version: number,
+    owner: string,
+    from: number,
+    position: number,
+    lastEventAt: number,
+    apply: (tx: PoolClient) => void | Promise<void>,
+  ): Promise<boolean> {
+    return this.#transaction(async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE ${this.#table} SET position = $5, last_event_at = $6
+         WHERE name = $1 AND version = $2 AND owner = $3 AND position = $4`,
+        [name, version, owner, from, position, lastEventAt],
+      );
+      if (rowCount !== 1) return false;
+      await apply(client);
+      return true;
+    });
+  }
+
+  async activate(name: string, version: number): Promise<void> {
+    await this.#transaction(async (client) => {
+      // Serialises activations of one view: exactly one version is active afterwards.
+      const { rows } = await client.query<{ version: number }>(
+        `SELECT version FROM ${this.#table} WHERE name = $1 ORDER BY version FOR UPDATE`,
+        [name],
+      );
+      if (!rows.some((row) => row.version === version)) {
+        throw new InvalidOptionsError('version', `view "${name}" has no version ${version}`);
+      }
+      await client.query(
+        `UPDATE ${this.#table} SET status = CASE WHEN version = $2 THEN 'active' ELSE 'retired' END
+         WHERE name = $1 AND (version = $2 OR status = 'active')`,
+        [name, version],
+      );
+    });
+  }
+
+  async versions(name: string): Promise<ViewVersionState[]> {
+    await this.#migrated();
+    const { rows } = await this.pool.query<ViewRow>(
+      `SELECT * FROM ${this.#table} WHERE name = $1 ORDER BY version`,
+      [name],
+    );
+    return rows.map((row) => ({
+      name: row.name,
+      version: row.version,
+      status: row.status,
+      position: Number(row.position),
+      lastEventAt: row.last_event_at,
+      owner: row.owner ?? undefined,
+      leaseUntil: row.lease_until,
+    }));
+  }
+
+  async remove(
+    name: string,
+    version: number,
+    teardown: (tx: PoolClient) => void | Promise<void>,
+  ): Promise<void> {
+    await this.#transaction(async (client) => {
+      await teardown(client);
+      await client.query(`DELETE FROM ${this.#table} WHERE name = $1 AND version = $2`, [name, version]);
+    });
+  }
+}
