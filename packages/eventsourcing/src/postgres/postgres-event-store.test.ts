@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite } from '@stratus/testkit';
+import { postgresForSuite, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import type { EventToStore } from '../backend.js';
 import { eventStoreBackendContract } from '../contract.js';
+import { EventStore } from '../event-store.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 
 const suite = await postgresForSuite('eventsourcing-postgres');
@@ -110,6 +111,12 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
     const TOTAL_FAST = 1500;
     const TOTAL_SLOW = 60;
     let writing = true;
+    // A live catch-up subscription, woken by NOTIFY, follows the appends as they happen.
+    const subscribed: number[] = [];
+    const subscription = new EventStore({ backend: store }).subscribe({
+      handler: (e) => void subscribed.push(e.globalPosition),
+      batchSize: 100,
+    });
     const seen: number[] = [];
     const naiveSeen: number[] = [];
     const reader = (async () => {
@@ -157,6 +164,9 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
     const stored = rows.map((row) => Number(row.position));
     assert.equal(stored.length, TOTAL_FAST + TOTAL_SLOW);
     assert.deepEqual(seen, stored, 'the reader saw every stored position, once, in order');
+    await waitUntil(() => subscribed.length >= stored.length, 'the subscription reaches the head');
+    await subscription.stop();
+    assert.deepEqual(subscribed, stored, 'the subscription saw every stored position, once, in order');
     const skipped = stored.filter((position) => !naiveSeen.includes(position)).length;
     assert.ok(
       skipped > 0,
