@@ -1,0 +1,281 @@
+/**
+ * The process manager's core behaviour as one suite, run on every event store backend (memory, SQLite,
+ * PostgreSQL): the happy path, duplicates and out-of-order events, the crash window between commit and send,
+ * and concurrent handlers of one process.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import type { EventStore } from '../event-store.js';
+import { ProcessDispatchError } from './errors.js';
+import { orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
+import {
+  RELEASE_BUFFER_MS,
+  type RegistrationEvent,
+  type RegistrationState,
+  registrationProcess,
+} from './fixtures/registration.js';
+import type { ProcessManagerEvent } from './process-manager.js';
+import { ProcessManager } from './process-manager.js';
+import { DISPATCHED_RECORD, STEP_RECORD } from './process-stream.js';
+
+export interface ContractStores {
+  /** A store on a fresh, empty backend; call again for another handle on the SAME backend via `reopen`. */
+  open(): Promise<{ store: EventStore; reopen: () => Promise<EventStore> }>;
+  close(): Promise<void>;
+}
+
+export function processManagerContract(label: string, stores: ContractStores): void {
+  describe(`ProcessManager on ${label}`, () => {
+    after(() => stores.close());
+
+    async function setup() {
+      const { store, reopen } = await stores.open();
+      const sender = new RecordingSender();
+      const scheduler = new RecordingScheduler();
+      const seen: ProcessManagerEvent[] = [];
+      const manager = new ProcessManager<RegistrationState, RegistrationEvent>({
+        definition: registrationProcess,
+        store,
+        commands: sender,
+        timeouts: scheduler,
+      });
+      manager.events.on((event) => seen.push(event));
+      const now = store.clock.now();
+      return { store, reopen, sender, scheduler, manager, seen, expiresAt: now + 15 * 60_000 };
+    }
+
+    it('runs a registration from OrderPlaced to OrderConfirmed, sending each command once, after its commit', async () => {
+      const { store, sender, scheduler, manager, seen, expiresAt } = await setup();
+      const order = orderEvents('o-1');
+      const started = await manager.handle(order.placed('e-1', expiresAt));
+      assert.equal(started.outcome, 'started');
+      assert.deepEqual(sender.types(), ['MakeSeatReservation']);
+      const reservation = sender.sent[0];
+      const state = (await manager.read('o-1')).state;
+      assert.equal(state.stage, 'awaiting-reservation');
+      assert.equal(state.reservationCommandId, reservation?.id, 'the state remembers the command it awaits');
+      assert.deepEqual(
+        scheduler.scheduled.map((t) => [t.processName, t.processId, t.type, t.dueAt]),
+        [['registration', 'o-1', 'RegistrationExpired', expiresAt + RELEASE_BUFFER_MS]],
+      );
+
+      await manager.handle(order.reserved('e-2', reservation?.id));
+      await manager.handle(order.paid('e-3'));
+      const done = await manager.handle(order.confirmed('e-4'));
+      assert.equal(done.outcome, 'handled');
+      assert.equal(done.outcome === 'handled' && done.completed, true);
+      assert.deepEqual(sender.types(), [
+        'MakeSeatReservation',
+        'MarkSeatsAsReserved',
+        'MakePayment',
+        'ConfirmOrder',
+        'CommitSeatReservation',
+        'CreateSeatAssignments',
+      ]);
+      assert.equal(new Set(sender.sent.map((c) => c.id)).size, 6, 'every command has its own id');
+
+      const instance = await manager.read('o-1');
+      assert.equal(instance.completed, true);
+      assert.equal(instance.state.stage, 'confirmed');
+      assert.deepEqual(instance.pending, []);
+      assert.equal(instance.liveTimeouts.size, 0, 'completion drops the expiry timeout');
+      // One step per event, each followed by the mark of what it sent.
+      const records = await store.readStream('registration-o-1');
+      assert.deepEqual(
+        records.map((r) => r.type),
+        [STEP_RECORD, DISPATCHED_RECORD, STEP_RECORD, DISPATCHED_RECORD, STEP_RECORD].concat([
+          DISPATCHED_RECORD,
+          STEP_RECORD,
+          DISPATCHED_RECORD,
+        ]),
+      );
+      assert.deepEqual(
+        seen.map((e) => e.type).filter((t) => t !== 'dispatched' && t !== 'handled'),
+        ['started', 'completed'],
+      );
+    });
+
+    it('ignores a redelivered event, a repeated OrderPlaced once complete, and a repeated OrderConfirmed', async () => {
+      const { store, sender, manager, seen, expiresAt } = await setup();
+      const order = orderEvents('o-2');
+      await manager.handle(order.placed('e-1', expiresAt));
+      const again = await manager.handle(order.placed('e-1', expiresAt));
+      assert.deepEqual(again, { outcome: 'duplicate', processId: 'o-2', reason: 'duplicate' });
+      assert.deepEqual(sender.types(), ['MakeSeatReservation'], 'a redelivery sends nothing');
+      const reservationId = (await manager.read('o-2')).state.reservationCommandId;
+      await manager.handle(order.reserved('e-2', reservationId));
+      await manager.handle(order.paid('e-3'));
+      await manager.handle(order.confirmed('e-4'));
+      const version = await store.streamVersion('registration-o-2');
+
+      // The Journey's quirks, fixed: neither restarts the process nor repeats its commands.
+      const replaced = await manager.handle(order.placed('e-5', expiresAt));
+      const reconfirmed = await manager.handle(order.confirmed('e-6'));
+      assert.deepEqual(replaced, { outcome: 'ignored', processId: 'o-2', reason: 'completed' });
+      assert.deepEqual(reconfirmed, { outcome: 'ignored', processId: 'o-2', reason: 'completed' });
+      assert.equal(sender.ofType('MakeSeatReservation').length, 1);
+      assert.equal(sender.ofType('CreateSeatAssignments').length, 1);
+      assert.equal(await store.streamVersion('registration-o-2'), version, 'nothing recorded');
+      assert.ok(seen.some((e) => e.type === 'duplicate-ignored' && e.eventId === 'e-1'));
+      assert.equal(seen.filter((e) => e.type === 'ignored').length, 2);
+    });
+
+    it('handles out-of-order events as the definition says: stale replies dropped, an early payment kept', async () => {
+      const { store, sender, manager, expiresAt } = await setup();
+      const order = orderEvents('o-3');
+      // A reply for a process that never started creates nothing.
+      const orphan = await manager.handle(order.reserved('e-0', undefined));
+      assert.deepEqual(orphan, { outcome: 'ignored', processId: 'o-3', reason: 'not-started' });
+      assert.equal(await store.streamVersion('registration-o-3'), 0);
+
+      await manager.handle(order.placed('e-1', expiresAt));
+      const first = sender.ofType('MakeSeatReservation')[0]?.id;
+      await manager.handle(order.updated('e-2', 3));
+      const second = sender.ofType('MakeSeatReservation')[1]?.id;
+      assert.ok(first !== undefined && second !== undefined && first !== second);
+      // The reply to the replaced reservation arrives late: dropped, still awaiting the current one.
+      const stale = await manager.handle(order.reserved('e-3', first, 2));
+      assert.equal(stale.outcome, 'handled');
+      assert.equal((await manager.read('o-3')).state.stage, 'awaiting-reservation');
+      assert.deepEqual(sender.ofType('MarkSeatsAsReserved'), []);
+      // The payment overtakes the current reply: remembered, and acted on when the reply comes.
+      await manager.handle(order.paid('e-4'));
+      assert.deepEqual(sender.ofType('ConfirmOrder'), []);
+      await manager.handle(order.reserved('e-5', second, 3));
+      assert.equal((await manager.read('o-3')).state.stage, 'payment-received');
+      assert.deepEqual(sender.types().slice(-2), ['MarkSeatsAsReserved', 'ConfirmOrder']);
+      assert.deepEqual(sender.ofType('MakePayment'), [], 'no second payment for an order already paid');
+    });
+
+    it('sends what a failed send left pending when the process next loads, on a new manager instance', async () => {
+      const { reopen, sender, manager, seen, expiresAt } = await setup();
+      const order = orderEvents('o-4');
+      sender.failNext = 1;
+      await assert.rejects(manager.handle(order.placed('e-1', expiresAt)), (error: unknown) => {
+        assert.ok(error instanceof ProcessDispatchError);
+        assert.equal(error.processId, 'o-4');
+        assert.equal(error.pending, 2, 'the command and the timeout are still to go');
+        return true;
+      });
+      assert.deepEqual(sender.sent, []);
+      assert.ok(seen.some((e) => e.type === 'dispatch-failed'));
+
+      // Another instance (a restarted worker) on the same store.
+      const restarted = new RecordingSender();
+      const scheduler = new RecordingScheduler();
+      const manager2 = new ProcessManager({
+        definition: registrationProcess,
+        store: await reopen(),
+        commands: restarted,
+        timeouts: scheduler,
+      });
+      const stored = await manager2.read('o-4');
+      assert.equal(stored.state.stage, 'awaiting-reservation', 'the decision was committed');
+      assert.equal(stored.pending.length, 2);
+      await manager2.load('o-4');
+      assert.deepEqual(restarted.types(), ['MakeSeatReservation']);
+      assert.equal(restarted.sent[0]?.id, stored.state.reservationCommandId, 'the same id as recorded');
+      assert.equal(scheduler.scheduled.length, 1);
+      assert.deepEqual((await manager2.read('o-4')).pending, []);
+      // Loading again, or the source redelivering the event, sends nothing more.
+      await manager2.load('o-4');
+      assert.deepEqual(await manager2.handle(order.placed('e-1', expiresAt)), {
+        outcome: 'duplicate',
+        processId: 'o-4',
+        reason: 'duplicate',
+      });
+      assert.equal(restarted.sent.length, 1);
+    });
+
+    it('marks what was sent before a failure, and sends only the rest later', async () => {
+      const { sender, manager, expiresAt } = await setup();
+      const order = orderEvents('o-5');
+      await manager.handle(order.placed('e-1', expiresAt));
+      const reservationId = (await manager.read('o-5')).state.reservationCommandId;
+      // MarkSeatsAsReserved goes out, MakePayment fails.
+      const original = sender.send.bind(sender);
+      let calls = 0;
+      sender.send = async (command) => {
+        if (++calls === 2) throw new Error('broker unavailable');
+        return original(command);
+      };
+      await assert.rejects(manager.handle(order.reserved('e-2', reservationId)), ProcessDispatchError);
+      assert.deepEqual(sender.types(), ['MakeSeatReservation', 'MarkSeatsAsReserved']);
+      const pending = (await manager.read('o-5')).pending;
+      assert.deepEqual(
+        pending.map((p) => (p.kind === 'command' ? p.command.type : p.timeout.type)),
+        ['MakePayment'],
+      );
+      // The next event first flushes the rest, then is handled.
+      await manager.handle(order.paid('e-3'));
+      assert.deepEqual(sender.types(), [
+        'MakeSeatReservation',
+        'MarkSeatsAsReserved',
+        'MakePayment',
+        'ConfirmOrder',
+      ]);
+      assert.equal(await manager.flushAll(), 0);
+    });
+
+    it('retries when another instance handles an event of the same process first', async () => {
+      const { store, reopen, sender, manager, expiresAt } = await setup();
+      const order = orderEvents('o-6');
+      await manager.handle(order.placed('e-1', expiresAt));
+      const reservationId = (await manager.read('o-6')).state.reservationCommandId;
+      // Instance A decides on PaymentCompleted, but its append waits until instance B has handled SeatsReserved.
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let reachedAppend!: () => void;
+      const appending = new Promise<void>((resolve) => {
+        reachedAppend = resolve;
+      });
+      let gatedOnce = false;
+      const gatedAppend: EventStore['appendToStream'] = async (...args) => {
+        if (!gatedOnce) {
+          gatedOnce = true;
+          reachedAppend();
+          await gate;
+        }
+        return store.appendToStream(...args);
+      };
+      const gated = new Proxy(store, {
+        get(target, property) {
+          if (property === 'appendToStream') return gatedAppend;
+          const value = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const managerA = new ProcessManager({
+        definition: registrationProcess,
+        store: gated,
+        commands: sender,
+      });
+      const conflicts: number[] = [];
+      managerA.events.on((e) => e.type === 'conflict' && conflicts.push(e.attempt));
+      const handledByA = managerA.handle(order.paid('e-3'));
+      await appending;
+      const managerB = new ProcessManager({
+        definition: registrationProcess,
+        store: await reopen(),
+        commands: sender,
+      });
+      await managerB.handle(order.reserved('e-2', reservationId));
+      release();
+      const result = await handledByA;
+      assert.deepEqual(conflicts, [1]);
+      assert.equal(result.outcome, 'handled');
+      // A decided again on B's state: reservation confirmed, so the payment confirms the order.
+      const final = await manager.read('o-6');
+      assert.equal(final.state.stage, 'payment-received');
+      assert.deepEqual(sender.types(), [
+        'MakeSeatReservation',
+        'MarkSeatsAsReserved',
+        'MakePayment',
+        'ConfirmOrder',
+      ]);
+      assert.ok(final.handledEventIds.has('e-2') && final.handledEventIds.has('e-3'));
+    });
+  });
+}

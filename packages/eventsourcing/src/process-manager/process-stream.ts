@@ -1,0 +1,115 @@
+/**
+ * How a process instance is stored: its own stream of two record types. A `process-step` holds everything one
+ * handled event decided (new state, commands and timeouts to send, completion), written in ONE append at the
+ * version the decision was made on; a `process-dispatched` marks outgoing messages as sent. Folding the stream
+ * gives the state, the ids of the events already handled, and what was recorded but not yet sent.
+ */
+import type { RecordedEvent } from '../backend.js';
+
+export const STEP_RECORD = 'process-step';
+export const DISPATCHED_RECORD = 'process-dispatched';
+
+export interface RecordedCommand {
+  readonly id: string;
+  readonly type: string;
+  readonly data: unknown;
+  readonly correlationId?: string;
+}
+
+export interface RecordedTimeout {
+  readonly id: string;
+  readonly type: string;
+  readonly data: unknown;
+  /** Epoch ms. */
+  readonly dueAt: number;
+}
+
+export interface StepRecord {
+  readonly eventId: string;
+  readonly eventType: string;
+  /** Present when the state changed. */
+  readonly state?: unknown;
+  readonly commands: readonly RecordedCommand[];
+  readonly timeouts: readonly RecordedTimeout[];
+  readonly cancelledTimeouts: readonly string[];
+  readonly completed: boolean;
+}
+
+export interface DispatchedRecord {
+  readonly ids: readonly string[];
+}
+
+/** A message recorded by a step and not yet marked dispatched. */
+export type PendingMessage =
+  | { readonly kind: 'command'; readonly command: RecordedCommand }
+  | { readonly kind: 'timeout'; readonly timeout: RecordedTimeout };
+
+export function pendingId(message: PendingMessage): string {
+  return message.kind === 'command' ? message.command.id : message.timeout.id;
+}
+
+export interface ProcessInstance<State> {
+  readonly processId: string;
+  readonly state: State;
+  /** The stream version (0: the process does not exist yet). */
+  readonly version: number;
+  readonly completed: boolean;
+  /** Ids of the events this process has handled. */
+  readonly handledEventIds: ReadonlySet<string>;
+  /** Recorded commands and timeouts not marked sent, in the order they were recorded. */
+  readonly pending: readonly PendingMessage[];
+  /** The timeouts that will still be acted on, by event type. */
+  readonly liveTimeouts: ReadonlyMap<string, RecordedTimeout>;
+}
+
+/** Builds an instance from its stream (records of unknown types are skipped: written by a newer version). */
+export function foldProcess<State>(
+  processId: string,
+  initialState: State,
+  records: readonly RecordedEvent[],
+): ProcessInstance<State> {
+  let state = initialState;
+  let version = 0;
+  let completed = false;
+  const handledEventIds = new Set<string>();
+  const pending = new Map<string, PendingMessage>();
+  const dispatched = new Set<string>();
+  const liveTimeouts = new Map<string, RecordedTimeout>();
+  for (const record of records) {
+    version = record.streamVersion;
+    if (record.type === STEP_RECORD) {
+      const step = record.data as StepRecord;
+      handledEventIds.add(step.eventId);
+      if ('state' in step) state = step.state as State;
+      // A timeout that has fired is no longer pending (it may be scheduled again by this very step).
+      const fired = liveTimeouts.get(step.eventType);
+      if (fired?.id === step.eventId) liveTimeouts.delete(step.eventType);
+      for (const type of step.cancelledTimeouts) liveTimeouts.delete(type);
+      for (const command of step.commands) {
+        if (!dispatched.has(command.id)) pending.set(command.id, { kind: 'command', command });
+      }
+      for (const timeout of step.timeouts) {
+        liveTimeouts.set(timeout.type, timeout);
+        if (!dispatched.has(timeout.id)) pending.set(timeout.id, { kind: 'timeout', timeout });
+      }
+      if (step.completed) {
+        completed = true;
+        liveTimeouts.clear();
+      }
+    } else if (record.type === DISPATCHED_RECORD) {
+      for (const id of (record.data as DispatchedRecord).ids) {
+        dispatched.add(id);
+        pending.delete(id);
+      }
+    }
+  }
+  return {
+    processId,
+    state,
+    version,
+    completed,
+    handledEventIds,
+    pending: [...pending.values()],
+    liveTimeouts,
+  };
+}
