@@ -55,6 +55,11 @@ type RunnerEventDetail =
       readonly events: number;
       /** Positions skipped inside the batch: values of the sequence whose transactions rolled back. */
       readonly gaps: number;
+      /**
+       * How long after its last event was recorded the batch committed: the view's lag (a `*Ms` field, so the
+       * OpenTelemetry adapter records it as a histogram).
+       */
+      readonly lagMs: number;
     }
   | { readonly type: 'failed'; readonly error: unknown };
 
@@ -282,7 +287,14 @@ export class ProjectionRunner<Tx> {
     }
     this.#position = last.globalPosition;
     this.#lastEventAt = last.recordedAt;
-    this.#emit({ type: 'batch-applied', from, to: last.globalPosition, events: batch.length, gaps });
+    this.#emit({
+      type: 'batch-applied',
+      from,
+      to: last.globalPosition,
+      events: batch.length,
+      gaps,
+      lagMs: Math.max(0, this.#clock.now() - last.recordedAt),
+    });
     return 'applied';
   }
 

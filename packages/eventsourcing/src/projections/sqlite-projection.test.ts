@@ -161,6 +161,10 @@ describe('ProjectionRunner on SQLite', () => {
     await target.prepare('orders', 1, (db) => ordersView.setup(db, 1));
     assert.equal(await target.acquireLease('orders', 1, 'paused-runner', clock.now(), 1000), true);
     const runner = new ProjectionRunner(store, target, ordersView, { leaseMs: 1000, pollIntervalMs: 100 });
+    const lags: number[] = [];
+    runner.events.on((event) => {
+      if (event.type === 'batch-applied') lags.push(event.lagMs);
+    });
     const running = runner.start();
     await waitUntil(
       async () => (await target.versions('orders')).length === 1 && clock.pendingTimers > 0,
@@ -169,6 +173,9 @@ describe('ProjectionRunner on SQLite', () => {
     assert.deepEqual(rows(database, 1), [], 'nothing written while another runner holds the lease');
     await clock.advance(1500);
     await waitUntil(() => rows(database, 1).length === 3, 'the runner takes over once the lease expired');
+    // The other lease ended at +1000 ms; the runner retries every leaseMs / 3 and applied the batch at its 4th try.
+    assert.equal(lags.length, 1);
+    assert.ok(Math.abs((lags[0] as number) - 4000 / 3) < 0.01, `lag ${lags[0]} ms`);
     const committed = await target.commit('orders', 1, 'paused-runner', 0, 99, 0, (db) => {
       db.prepare("INSERT INTO orders_v1 (id, status, seats) VALUES ('ghost', 'placed', 0)").run();
     });
