@@ -1,0 +1,6 @@
+export * from './errors.js';
+export * from './lease-store.js';
+export * from './memory-lease-store.js';
+export * from './postgres-lease-store.js';
+export * from './redis-lease-store.js';
+export * from './sqlite-lease-store.js';
