@@ -1,0 +1,235 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { InvalidOptionsError } from '@stratus/core';
+import { VirtualClock } from '@stratus/testkit';
+import { WrongExpectedVersionError } from '../errors.js';
+import { EventStore } from '../event-store.js';
+import { MemoryEventStore } from '../memory/memory-event-store.js';
+import type { ProcessDefinition, ProcessEvent, ProcessOutcome } from './definition.js';
+import { InvalidProcessOutcomeError } from './errors.js';
+import { orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
+import { registrationProcess } from './fixtures/registration.js';
+import { deterministicId } from './ids.js';
+import { ProcessManager, type ProcessManagerEvent } from './process-manager.js';
+
+const T0 = Date.UTC(2026, 0, 5, 8, 0);
+
+type ReminderEvent =
+  | ProcessEvent<'Started' | 'Snoozed' | 'Dismissed' | 'Broken', { id: string }>
+  | ProcessEvent<'Remind', { id: string }>;
+
+/** A reminder: remind in 1 s; a snooze replaces the reminder, a dismissal cancels it; each reminder counts. */
+const reminder: ProcessDefinition<{ reminded: number }, ReminderEvent> = {
+  name: 'reminder',
+  startedBy: ['Started'],
+  correlate: (event) => event.data.id,
+  initialState: () => ({ reminded: 0 }),
+  handle(state, event): ProcessOutcome<{ reminded: number }, ReminderEvent> | undefined {
+    const remind = { event: { type: 'Remind' as const, data: { id: event.data.id } }, afterMs: 1000 };
+    switch (event.type) {
+      case 'Started':
+      case 'Snoozed':
+        return { schedule: [remind] };
+      case 'Dismissed':
+        return { cancelTimeouts: ['Remind'] };
+      case 'Remind':
+        return { state: { reminded: state.reminded + 1 } };
+      case 'Broken':
+        return { send: [{ type: '', data: {} }] };
+    }
+  },
+};
+
+function setup<State, Event extends ProcessEvent>(
+  definition: ProcessDefinition<State, Event>,
+  options: { timeouts?: boolean; store?: EventStore; maxAttempts?: number } = {},
+) {
+  const clock = new VirtualClock({ now: T0 });
+  const store = options.store ?? new EventStore({ backend: new MemoryEventStore(), clock });
+  const sender = new RecordingSender();
+  const scheduler = new RecordingScheduler();
+  const manager = new ProcessManager<State, Event>({
+    definition,
+    store,
+    commands: sender,
+    ...(options.timeouts === false ? {} : { timeouts: scheduler }),
+    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+  });
+  const seen: ProcessManagerEvent[] = [];
+  manager.events.on((event) => seen.push(event));
+  return { clock, store, sender, scheduler, manager, seen };
+}
+
+describe('ProcessManager', () => {
+  it('refuses bad options and bad input with InvalidOptionsError', async () => {
+    const store = new EventStore({ backend: new MemoryEventStore() });
+    const commands = new RecordingSender();
+    const make = (options: object) => () =>
+      new ProcessManager({ store, commands, definition: reminder, ...options });
+    assert.throws(make({ definition: undefined }), InvalidOptionsError);
+    assert.throws(make({ definition: { ...reminder, name: 'has-dash' } }), /definition.name/);
+    assert.throws(make({ definition: { ...reminder, startedBy: 'Started' } }), /startedBy/);
+    assert.throws(make({ definition: { ...reminder, handle: 1 } }), /definition.handle/);
+    assert.throws(make({ store: {} }), /store/);
+    assert.throws(make({ commands: {} }), /commands/);
+    assert.throws(make({ timeouts: {} }), /timeouts/);
+    assert.throws(make({ maxAttempts: 0 }), /maxAttempts/);
+    const { manager } = setup(reminder);
+    await assert.rejects(manager.handle({ type: 'Started', data: { id: 'a' } } as never), /event.id/);
+    await assert.rejects(manager.handle({ id: 'x', data: { id: 'a' } } as never), /event.type/);
+    await assert.rejects(
+      manager.deliverTimeout({
+        processName: 'other',
+        processId: 'a',
+        timeoutId: 't',
+        type: 'Remind',
+        data: {},
+        dueAt: 0,
+      }),
+      InvalidOptionsError,
+    );
+    assert.throws(() => manager.streamName(''), InvalidOptionsError);
+  });
+
+  it('stores nothing when the definition throws or returns an invalid outcome', async () => {
+    const { store, manager } = setup(reminder, { timeouts: false });
+    await assert.rejects(
+      manager.handle({ id: 'e-1', type: 'Started', data: { id: 'a' } }),
+      (error: unknown) => {
+        assert.ok(error instanceof InvalidProcessOutcomeError);
+        assert.match(error.message, /no timeout scheduler/);
+        return true;
+      },
+    );
+    assert.equal(await store.streamVersion('reminder-a'), 0);
+    const throwing = setup({
+      ...reminder,
+      handle: () => {
+        throw new Error('domain says no');
+      },
+    });
+    await assert.rejects(
+      throwing.manager.handle({ id: 'e-3', type: 'Started', data: { id: 'b' } }),
+      /domain says no/,
+    );
+    assert.equal(await throwing.store.streamVersion('reminder-b'), 0);
+  });
+
+  it('rejects a malformed command in an outcome', async () => {
+    const { store, manager } = setup({ ...reminder, startedBy: ['Broken'] });
+    await assert.rejects(
+      manager.handle({ id: 'e-1', type: 'Broken', data: { id: 'a' } }),
+      (error: unknown) =>
+        error instanceof InvalidProcessOutcomeError && /send\[0\]\.type/.test(error.message),
+    );
+    assert.equal(await store.streamVersion('reminder-a'), 0);
+  });
+
+  it('brings a timeout back once; a superseded or cancelled one is dropped', async () => {
+    const { scheduler, manager, seen } = setup(reminder);
+    await manager.handle({ id: 'e-1', type: 'Started', data: { id: 'a' } });
+    await manager.handle({ id: 'e-2', type: 'Snoozed', data: { id: 'a' } });
+    const [first, second] = scheduler.scheduled;
+    assert.ok(first && second && first.timeoutId !== second.timeoutId);
+    assert.equal(second.dueAt, T0 + 1000, 'afterMs from the manager clock');
+    assert.deepEqual(await manager.deliverTimeout(first), {
+      outcome: 'ignored',
+      processId: 'a',
+      reason: 'stale-timeout',
+    });
+    assert.equal((await manager.deliverTimeout(second)).outcome, 'handled');
+    assert.equal((await manager.deliverTimeout(second)).outcome, 'duplicate', 'a redelivered timeout');
+    assert.equal((await manager.read('a')).state.reminded, 1);
+
+    await manager.handle({ id: 'e-3', type: 'Snoozed', data: { id: 'a' } });
+    await manager.handle({ id: 'e-4', type: 'Dismissed', data: { id: 'a' } });
+    const third = scheduler.scheduled[2];
+    assert.ok(third);
+    assert.equal((await manager.deliverTimeout(third)).outcome, 'ignored', 'cancelled');
+    assert.equal((await manager.read('a')).state.reminded, 1);
+    assert.equal(seen.filter((e) => e.type === 'ignored' && e.reason === 'stale-timeout').length, 2);
+    // A timeout for a process that does not exist is dropped too.
+    assert.equal((await manager.deliverTimeout({ ...second, processId: 'nobody' })).outcome, 'ignored');
+  });
+
+  it('does not route events it does not correlate, nor the records of its own streams', async () => {
+    const { manager } = setup(registrationProcess);
+    assert.deepEqual(await manager.handle({ id: 'x', type: 'SomethingElse', data: {} } as never), {
+      outcome: 'unrouted',
+      processId: undefined,
+    });
+    const own = { ...orderEvents('o-1').placed('x', T0 + 60_000), streamName: 'registration-o-1' };
+    assert.equal((await manager.handle(own)).outcome, 'unrouted');
+  });
+
+  it('emits typed events for a process that starts, sends and completes', async () => {
+    const { manager, seen, sender } = setup(registrationProcess);
+    await manager.handle(orderEvents('o-1').placed('e-1', T0 - 1));
+    assert.deepEqual(sender.types(), ['RejectOrder'], 'already expired: rejected and completed at once');
+    const commandId = sender.sent[0]?.id;
+    assert.deepEqual(
+      seen.map(({ at: _at, ...rest }) => rest),
+      [
+        {
+          component: 'process-manager',
+          name: 'registration',
+          type: 'started',
+          processId: 'o-1',
+          eventId: 'e-1',
+        },
+        {
+          component: 'process-manager',
+          name: 'registration',
+          type: 'handled',
+          processId: 'o-1',
+          eventId: 'e-1',
+          eventType: 'OrderPlaced',
+          version: 1,
+          commands: 1,
+          timeouts: 0,
+        },
+        { component: 'process-manager', name: 'registration', type: 'completed', processId: 'o-1' },
+        {
+          component: 'process-manager',
+          name: 'registration',
+          type: 'dispatched',
+          processId: 'o-1',
+          ids: [commandId],
+        },
+      ],
+    );
+  });
+
+  it('gives up with WrongExpectedVersionError after maxAttempts conflicts', async () => {
+    const inner = new EventStore({ backend: new MemoryEventStore() });
+    const store = new Proxy(inner, {
+      get(target, property) {
+        if (property === 'appendToStream')
+          return async (stream: string) => {
+            throw new WrongExpectedVersionError(stream, 0, 1);
+          };
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { manager, seen } = setup(reminder, { store, maxAttempts: 3 });
+    await assert.rejects(
+      manager.handle({ id: 'e-1', type: 'Started', data: { id: 'a' } }),
+      WrongExpectedVersionError,
+    );
+    assert.deepEqual(
+      seen.filter((e) => e.type === 'conflict').map((e) => (e.type === 'conflict' ? e.attempt : 0)),
+      [1, 2],
+    );
+  });
+});
+
+describe('deterministicId', () => {
+  it('is a stable UUID-shaped id that depends on every part and where parts split', () => {
+    const id = deterministicId('registration', 'o-1', 'e-1', 'command:0');
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(deterministicId('registration', 'o-1', 'e-1', 'command:0'), id);
+    assert.notEqual(deterministicId('registration', 'o-1', 'e-1', 'command:1'), id);
+    assert.notEqual(deterministicId('ab', 'c'), deterministicId('a', 'bc'));
+  });
+});
