@@ -109,7 +109,11 @@ export function foldProcess<State>(
     version,
     completed,
     handledEventIds,
-    pending: [...pending.values()],
+    // A timeout dropped before it was sent (superseded, cancelled, completed) need not be sent at all.
+    pending: [...pending.values()].filter(
+      (message) =>
+        message.kind === 'command' || liveTimeouts.get(message.timeout.type)?.id === message.timeout.id,
+    ),
     liveTimeouts,
   };
 }
