@@ -329,9 +329,8 @@ export class CacheAside {
       const store = this.#store;
       if (toStore && store !== undefined) {
         // "If the cache put throws, ignore it and just return the entity."
-        await this.#guard('set', key, () => store.set(key, entry, now, { origin: this.instanceId })).catch(
-          () => {},
-        );
+        const write = { origin: this.instanceId, invalidate: background };
+        await this.#guard('set', key, () => store.set(key, entry, now, write)).catch(() => {});
       }
     }
     return value;
@@ -396,7 +395,8 @@ export class CacheAside {
     store: CacheStore,
     background: boolean,
   ): Promise<T> {
-    const origin = { origin: this.instanceId };
+    // A refresh replaces a value other instances may hold: tell them. A first fill replaces nothing.
+    const origin = { origin: this.instanceId, invalidate: background };
     let value: T;
     try {
       value = await this.#load(key, loader, background);

@@ -184,7 +184,12 @@ export function cacheStoreContract(kind: string, open: () => Promise<StoreHarnes
           seen.map((m) => [...m.keys]),
           [[a], [b, c], [d]],
         );
-        // A release that wrote nothing changes no key: no invalidation for it (checked after a later marker).
+        // A release that wrote nothing changes no key, and a write may opt out: no invalidation for either
+        // (checked after a later marker).
+        await store.set(key(), entry(0), T0, { origin: 'writer', invalidate: false });
+        const quiet = await store.tryLock(key(), 60_000);
+        assert.ok(quiet);
+        await store.setIfLocked(quiet, entry(0), T0, { origin: 'writer', invalidate: false });
         await store.set('marker', entry(0), T0, writer);
         await waitUntil(() => seen.length >= 4, 'the marker arrives');
         assert.deepEqual(seen[3]?.keys, ['marker']);

@@ -44,7 +44,7 @@ export class MemoryCacheStore implements CacheStore {
   async set(key: string, entry: CacheEntry, _now: number, options: WriteOptions): Promise<void> {
     this.#entries.set(key, entry);
     this.#unlock(key);
-    this.#broadcast(options.origin, [key]);
+    if (options.invalidate !== false) this.#broadcast(options.origin, [key]);
   }
 
   async delete(keys: readonly string[], options: WriteOptions): Promise<void> {
@@ -72,7 +72,7 @@ export class MemoryCacheStore implements CacheStore {
     if (this.#heldLock(lock.key)?.token !== lock.token) return false;
     if (entry !== undefined) this.#entries.set(lock.key, entry);
     this.#unlock(lock.key);
-    if (entry !== undefined) this.#broadcast(options.origin, [lock.key]);
+    if (entry !== undefined && options.invalidate !== false) this.#broadcast(options.origin, [lock.key]);
     return true;
   }
 

@@ -157,7 +157,7 @@ export class RedisCacheStore implements CacheStore {
         encodeEntry(entry, this.#codec),
         pxOf(entry, now),
         this.#channel,
-        this.#message(options, [key], [key]),
+        this.#message(options, options.invalidate === false ? [] : [key], [key]),
       ],
     );
   }
@@ -193,7 +193,9 @@ export class RedisCacheStore implements CacheStore {
         entry === undefined ? '' : encodeEntry(entry, this.#codec),
         entry === undefined ? 1 : pxOf(entry, now),
         this.#channel,
-        this.#message(options, entry === undefined ? [] : [lock.key], [lock.key]),
+        this.#message(options, entry === undefined || options.invalidate === false ? [] : [lock.key], [
+          lock.key,
+        ]),
       ],
     );
     return Number(written) === 1;

@@ -37,6 +37,11 @@ export interface InvalidationMessage {
 export interface WriteOptions {
   /** The writing instance, carried in the invalidation message. */
   readonly origin: string;
+  /**
+   * Broadcast the key as changed (default true). A cache filling a miss passes false: every other instance
+   * dropped the key when it was last invalidated, so telling them again would only evict copies they just read.
+   */
+  readonly invalidate?: boolean;
 }
 
 export interface CacheStore {
@@ -46,7 +51,8 @@ export interface CacheStore {
   get(key: string, now: number): Promise<CacheEntry | undefined>;
   /**
    * Stores `entry` (expiring at `staleUntil`), drops any load lock on the key (a load that started before this
-   * write must not overwrite it: see `setIfLocked`), wakes lock waiters and broadcasts the key as changed.
+   * write must not overwrite it: see `setIfLocked`), wakes lock waiters and broadcasts the key as changed
+   * (unless `invalidate` is false).
    */
   set(key: string, entry: CacheEntry, now: number, options: WriteOptions): Promise<void>;
   /** Removes the entries and load locks of `keys`, wakes lock waiters and broadcasts the keys as changed. */
@@ -55,8 +61,8 @@ export interface CacheStore {
   tryLock(key: string, ttlMs: number): Promise<CacheLock | undefined>;
   /**
    * Fenced completion of a load: stores `entry` (when given) only while `lock` is still held (it was not lost to
-   * expiry, a `set` or a `delete`), then releases the lock and wakes the waiters. Returns whether the lock was
-   * still held (and so `entry` written).
+   * expiry, a `set` or a `delete`), then releases the lock and wakes the waiters; a written entry is broadcast
+   * as changed unless `invalidate` is false. Returns whether the lock was still held (and so `entry` written).
    */
   setIfLocked(
     lock: CacheLock,
