@@ -70,7 +70,7 @@ describe('LeaderElection', () => {
     assert.equal(terms[0]?.[1].signal.aborted, true);
     const reason = terms[0]?.[1].signal.reason;
     assert.ok(reason instanceof LeaseLostError);
-    assert.equal(reason.message, 'Lease "projector" lost: stopped');
+    assert.equal(reason.message, 'Lease "projector" lost: released');
     await clock.advance(1000);
     assert.equal(leaders().length, 1, 'a follower took over at its next try, not after the lease ran out');
     assert.equal(terms[1]?.[1].token, 2, 'the new term has a higher fencing token');

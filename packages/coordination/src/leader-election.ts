@@ -11,8 +11,8 @@ import {
   type TimerHandle,
   type Unsubscribe,
 } from '@stratus/core';
-import { LeaseLostError } from './errors.js';
-import type { LeaseHolder, LeaseStore } from './lease-store.js';
+import { checkLeaseTiming, LeaseKeeper } from './lease-keeper.js';
+import type { LeaseGrant, LeaseHolder, LeaseStore } from './lease-store.js';
 
 export interface LeaderElectionOptions {
   readonly store: LeaseStore;
@@ -62,12 +62,6 @@ export type LeaderElectionEvent = StratusEvent & {
 
 export type LeaderWork = (term: LeadershipTerm) => void | Promise<void>;
 
-interface Term extends LeadershipTerm {
-  readonly controller: AbortController;
-  /** Monotonic time after which this leader must consider itself deposed unless renewed. */
-  deadline: number;
-}
-
 /**
  * Leader Election over a lease: candidates try to take the lease; the holder renews it every `renewEveryMs` and
  * leads while it does. Each term carries the lease's fencing token and an AbortSignal that fires as soon as the term
@@ -86,12 +80,11 @@ export class LeaderElection {
   readonly #marginMs: number;
   readonly #works = new Set<LeaderWork>();
   readonly #running = new Set<Promise<void>>();
-  #term: Term | undefined;
+  #term: (LeadershipTerm & { readonly keeper: LeaseKeeper }) | undefined;
   #started = false;
   #stopped = false;
   #tick: TimerHandle | undefined;
-  #deadlineTimer: TimerHandle | undefined;
-  #busy: Promise<void> | undefined;
+  #campaigning: Promise<void> | undefined;
   #electedWaiters: ((term: LeadershipTerm) => void)[] = [];
 
   constructor(options: LeaderElectionOptions) {
@@ -109,26 +102,17 @@ export class LeaderElection {
     if (typeof candidateId !== 'string' || candidateId.length === 0 || candidateId.length > 200) {
       throw new InvalidOptionsError('candidateId', 'expected a string of 1 to 200 characters');
     }
-    assertDuration('leaseMs', leaseMs, { allowZero: false });
-    const renewEveryMs = options.renewEveryMs ?? leaseMs / 3;
-    assertDuration('renewEveryMs', renewEveryMs, { allowZero: false });
-    if (renewEveryMs >= leaseMs)
-      throw new InvalidOptionsError('renewEveryMs', 'must be shorter than leaseMs');
-    const retryEveryMs = options.retryEveryMs ?? renewEveryMs;
+    const timing = checkLeaseTiming(leaseMs, options.renewEveryMs, options.safetyMarginMs);
+    const retryEveryMs = options.retryEveryMs ?? timing.renewEveryMs;
     assertDuration('retryEveryMs', retryEveryMs, { allowZero: false });
-    const marginMs = options.safetyMarginMs ?? Math.min(1000, leaseMs / 10);
-    assertDuration('safetyMarginMs', marginMs);
-    if (renewEveryMs + marginMs >= leaseMs) {
-      throw new InvalidOptionsError('safetyMarginMs', 'renewEveryMs + safetyMarginMs must be below leaseMs');
-    }
     this.#store = store;
     this.name = name;
     this.candidateId = candidateId;
     this.#clock = clock;
     this.#leaseMs = leaseMs;
-    this.#renewEveryMs = renewEveryMs;
+    this.#renewEveryMs = timing.renewEveryMs;
     this.#retryEveryMs = retryEveryMs;
-    this.#marginMs = marginMs;
+    this.#marginMs = timing.safetyMarginMs;
   }
 
   get isLeader(): boolean {
@@ -174,102 +158,76 @@ export class LeaderElection {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
-    await this.#busy;
-    const term = this.#term;
-    if (term !== undefined) this.#lose('stopped');
+    await this.#campaigning;
+    const release = this.#term?.keeper.release();
     await Promise.allSettled([...this.#running]);
-    if (term !== undefined)
-      await this.#store.release(this.name, this.candidateId, term.token).catch(() => false);
+    await release;
   }
 
   #schedule(ms: number): void {
     if (this.#stopped) return;
     this.#tick = this.#clock.setTimeout(() => {
       this.#tick = undefined;
-      this.#busy = this.#step().finally(() => {
-        this.#busy = undefined;
+      this.#campaigning = this.#campaign().finally(() => {
+        this.#campaigning = undefined;
       });
     }, ms);
   }
 
-  /** One campaign or renewal round, then the next is scheduled. */
-  async #step(): Promise<void> {
-    const term = this.#term;
+  /** One attempt to take the lease; while it is held, the keeper renews it and no attempt is scheduled. */
+  async #campaign(): Promise<void> {
     const sentAt = this.#clock.monotonic();
-    const now = this.#clock.now();
     try {
-      if (term === undefined) {
-        const result = await this.#store.acquire({
-          name: this.name,
-          owner: this.candidateId,
-          ttlMs: this.#leaseMs,
-          now,
-        });
-        if (this.#stopped) {
-          if (result.acquired) await this.#store.release(this.name, this.candidateId, result.grant.token);
-          return;
-        }
-        if (result.acquired) this.#win(result.grant.token, now, sentAt);
-      } else {
-        const renewed = await this.#store.renew(this.name, this.candidateId, term.token, this.#leaseMs, now);
-        if (this.#term !== term) {
-          // The term ended (deadline) while the renewal was in flight: give the lease back, campaign afresh.
-          if (renewed) await this.#store.release(this.name, this.candidateId, term.token);
-        } else if (renewed === undefined) {
-          this.#lose('renewal-refused');
-        } else {
-          this.#extend(term, sentAt);
-        }
+      const result = await this.#store.acquire({
+        name: this.name,
+        owner: this.candidateId,
+        ttlMs: this.#leaseMs,
+        now: this.#clock.now(),
+      });
+      if (result.acquired && this.#stopped) {
+        await this.#store.release(this.name, this.candidateId, result.grant.token);
+      } else if (result.acquired) {
+        this.#win(result.grant, sentAt);
+        return;
       }
     } catch (error) {
-      this.#emit({ type: 'store-error', error, leading: this.#term !== undefined });
+      this.#emit({ type: 'store-error', error, leading: false });
     }
-    this.#schedule(this.#term === undefined ? this.#retryEveryMs : this.#nextRenewal(this.#term));
+    this.#schedule(this.#retryEveryMs);
   }
 
-  /** After a failed renewal, retry sooner than the usual period, so a short outage does not cost the term. */
-  #nextRenewal(term: Term): number {
-    const left = term.deadline - this.#clock.monotonic();
-    return Math.max(1, Math.min(this.#renewEveryMs, left / 2));
-  }
-
-  #win(token: number, now: number, sentAt: number): void {
-    const controller = new AbortController();
-    const term: Term = { token, since: now, signal: controller.signal, controller, deadline: 0 };
+  #win(grant: LeaseGrant, sentAt: number): void {
+    const since = this.#clock.now();
+    const keeper = new LeaseKeeper({
+      store: this.#store,
+      clock: this.#clock,
+      grant,
+      sentAt,
+      ttlMs: this.#leaseMs,
+      renewEveryMs: this.#renewEveryMs,
+      safetyMarginMs: this.#marginMs,
+      onRenewalError: (error) => this.#emit({ type: 'store-error', error, leading: true }),
+      onLost: (reason) => {
+        this.#term = undefined;
+        this.#emit({
+          type: 'lost',
+          token: grant.token,
+          reason: reason === 'released' ? 'stopped' : reason,
+          heldMs: this.#clock.now() - since,
+        });
+        this.#schedule(this.#retryEveryMs);
+      },
+    });
+    const term = { token: grant.token, since, signal: keeper.signal, keeper };
     this.#term = term;
-    this.#extend(term, sentAt);
-    this.#emit({ type: 'elected', token });
+    this.#emit({ type: 'elected', token: grant.token });
     const waiters = this.#electedWaiters;
     this.#electedWaiters = [];
     for (const resolve of waiters) resolve(term);
     for (const work of this.#works) this.#runWork(work, term);
   }
 
-  /** The lease now runs until sentAt + leaseMs by the store; this leader stops a safety margin before that. */
-  #extend(term: Term, sentAt: number): void {
-    term.deadline = sentAt + this.#leaseMs - this.#marginMs;
-    if (this.#deadlineTimer !== undefined) this.#clock.clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = this.#clock.setTimeout(
-      () => {
-        this.#deadlineTimer = undefined;
-        if (this.#term === term) this.#lose('expired');
-      },
-      Math.max(0, term.deadline - this.#clock.monotonic()),
-      { unref: true },
-    );
-  }
-
-  #lose(reason: LeadershipLossReason): void {
-    const term = this.#term;
-    if (term === undefined) return;
-    this.#term = undefined;
-    if (this.#deadlineTimer !== undefined) this.#clock.clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = undefined;
-    term.controller.abort(new LeaseLostError(this.name, reason));
-    this.#emit({ type: 'lost', token: term.token, reason, heldMs: this.#clock.now() - term.since });
-  }
-
-  #runWork(work: LeaderWork, term: Term): void {
+  #runWork(work: LeaderWork, term: LeadershipTerm): void {
     const running = (async () => {
       try {
         await work(term);

@@ -1,0 +1,146 @@
+import { assertDuration, type Clock, InvalidOptionsError, type TimerHandle } from '@stratus/core';
+import { LeaseLostError } from './errors.js';
+import type { LeaseGrant, LeaseStore } from './lease-store.js';
+
+export type LeaseLossReason = 'renewal-refused' | 'expired' | 'released';
+
+export interface LeaseKeeperOptions {
+  readonly store: LeaseStore;
+  readonly clock: Clock;
+  readonly grant: LeaseGrant;
+  /** The clock's monotonic time when the request that produced `grant` was sent. */
+  readonly sentAt: number;
+  readonly ttlMs: number;
+  readonly renewEveryMs: number;
+  /** The holder gives up this long before the lease would expire, unless a renewal succeeded by then. */
+  readonly safetyMarginMs: number;
+  readonly onLost: (reason: LeaseLossReason) => void;
+  readonly onRenewalError: (error: unknown) => void;
+}
+
+/**
+ * Keeps a granted lease: renews it every `renewEveryMs` (sooner after a failed attempt, so a short store outage does
+ * not cost it), and aborts `signal` the moment it is lost — a renewal refused, or no renewal succeeded by the
+ * lease's end (by this process's clock, counted from when the request was sent) less the safety margin, so the
+ * holder stops before another can start. Leader Election and the distributed locks both hold leases through it.
+ */
+export class LeaseKeeper {
+  readonly grant: LeaseGrant;
+  readonly signal: AbortSignal;
+  readonly #options: LeaseKeeperOptions;
+  readonly #controller = new AbortController();
+  #deadline = 0;
+  #renewTimer: TimerHandle | undefined;
+  #deadlineTimer: TimerHandle | undefined;
+  #renewing: Promise<void> | undefined;
+  #ended = false;
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#options = options;
+    this.grant = options.grant;
+    this.signal = this.#controller.signal;
+    this.#extend(options.sentAt);
+    this.#scheduleRenewal(options.renewEveryMs);
+  }
+
+  get token(): number {
+    return this.grant.token;
+  }
+
+  get held(): boolean {
+    return !this.#ended;
+  }
+
+  /** Stops renewing and gives the lease back; false when it was already lost. */
+  async release(): Promise<boolean> {
+    if (this.#ended) return false;
+    this.#end('released');
+    await this.#renewing;
+    const { store, grant } = this.#options;
+    return store.release(grant.name, grant.owner, grant.token).catch(() => false);
+  }
+
+  #extend(sentAt: number): void {
+    const { clock, ttlMs, safetyMarginMs } = this.#options;
+    this.#deadline = sentAt + ttlMs - safetyMarginMs;
+    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = clock.setTimeout(
+      () => {
+        this.#deadlineTimer = undefined;
+        this.#end('expired');
+      },
+      Math.max(0, this.#deadline - clock.monotonic()),
+      { unref: true },
+    );
+  }
+
+  #scheduleRenewal(ms: number): void {
+    if (this.#ended) return;
+    // Not unref'd: a held lease is work in progress.
+    this.#renewTimer = this.#options.clock.setTimeout(() => {
+      this.#renewTimer = undefined;
+      this.#renewing = this.#renew().finally(() => {
+        this.#renewing = undefined;
+      });
+    }, ms);
+  }
+
+  async #renew(): Promise<void> {
+    const { store, clock, grant, ttlMs, renewEveryMs } = this.#options;
+    const sentAt = clock.monotonic();
+    let renewed: LeaseGrant | undefined;
+    try {
+      renewed = await store.renew(grant.name, grant.owner, grant.token, ttlMs, clock.now());
+    } catch (error) {
+      if (this.#ended) return;
+      this.#options.onRenewalError(error);
+      this.#scheduleRenewal(Math.max(1, Math.min(renewEveryMs, (this.#deadline - clock.monotonic()) / 2)));
+      return;
+    }
+    if (this.#ended) {
+      // Lost by the deadline while the renewal was in flight: give back what the store just extended.
+      if (renewed !== undefined) await store.release(grant.name, grant.owner, grant.token).catch(() => false);
+      return;
+    }
+    if (renewed === undefined) {
+      this.#end('renewal-refused');
+      return;
+    }
+    this.#extend(sentAt);
+    this.#scheduleRenewal(renewEveryMs);
+  }
+
+  #end(reason: LeaseLossReason): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const { clock } = this.#options;
+    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer);
+    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
+    this.#renewTimer = undefined;
+    this.#deadlineTimer = undefined;
+    this.#controller.abort(new LeaseLostError(this.grant.name, reason));
+    this.#options.onLost(reason);
+  }
+}
+
+/** Checks a lease duration with its renewal period and safety margin, filling in the defaults. */
+export function checkLeaseTiming(
+  leaseMs: number,
+  renewEveryMs: number | undefined,
+  safetyMarginMs: number | undefined,
+  leaseOption = 'leaseMs',
+): { renewEveryMs: number; safetyMarginMs: number } {
+  assertDuration(leaseOption, leaseMs, { allowZero: false });
+  const renew = renewEveryMs ?? leaseMs / 3;
+  assertDuration('renewEveryMs', renew, { allowZero: false });
+  if (renew >= leaseMs) throw new InvalidOptionsError('renewEveryMs', `must be shorter than ${leaseOption}`);
+  const margin = safetyMarginMs ?? Math.min(1000, leaseMs / 10);
+  assertDuration('safetyMarginMs', margin);
+  if (renew + margin >= leaseMs) {
+    throw new InvalidOptionsError(
+      'safetyMarginMs',
+      `renewEveryMs + safetyMarginMs must be below ${leaseOption}`,
+    );
+  }
+  return { renewEveryMs: renew, safetyMarginMs: margin };
+}
