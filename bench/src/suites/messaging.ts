@@ -5,7 +5,6 @@
  * and batched; idle enqueue-to-start latency; time to redelivery after a SIGKILL. Each peer is compared with
  * Stratus on its own backend.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,27 +26,9 @@ import { createDriver, implementations, stratusCounterpart } from './messaging/i
 import { type Contender, type RowSettings, runCase } from './messaging/runner.js';
 import { acquirePostgres, type PostgresTarget } from './messaging/servers.js';
 import { STRATUS_BATCH } from './messaging/stratus.js';
+import { describeError, sourceVersion } from './self-timed.js';
 
 type PostgresRole = CaseDefinition['postgres'];
-
-/** The commit the run measured, and whether the packages' sources differed from it (several people edit them). */
-function sourceVersion(): Record<string, unknown> {
-  const git = (...args: string[]) =>
-    execFileSync('git', args, {
-      cwd: import.meta.dirname,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-  try {
-    const changed = git('status', '--porcelain', '--', '../../../packages').split('\n').filter(Boolean);
-    return { commit: git('rev-parse', '--short', 'HEAD'), uncommittedPackageFiles: changed.length };
-  } catch {
-    return { commit: 'unknown (no git)' };
-  }
-}
-
-const describeError = (error: unknown) =>
-  error instanceof Error ? error.message.split('\n')[0] : String(error);
 
 /** The servers of a run; a missing one skips its implementations, saying why. */
 interface Servers {

@@ -59,9 +59,10 @@ export const C1_PREFETCH = 10;
 /** Pause between latency samples, so the worker is back in its idle wait when the next job comes. */
 export const LATENCY_GAP_MS = 10;
 
-export interface MeasureContext {
-  readonly driver: Driver;
-  readonly spec: DriverSpec;
+/** What a measurement gets: the implementation (`D`, a queue driver here) and how to reach its data (`S`). */
+export interface MeasureContext<D = Driver, S = DriverSpec> {
+  readonly driver: D;
+  readonly spec: S;
   /** A queue name not used before in the run. */
   readonly name: string;
   readonly scale: Scale;

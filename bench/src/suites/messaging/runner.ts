@@ -5,16 +5,28 @@
  */
 import type { CaseResult } from '../../harness.js';
 import { percentile, type RoundSummary, summariseRounds } from '../../stats.js';
-import type { CaseDefinition, MeasureContext, Scale } from './cases.js';
+import type { CaseKind, MeasureContext, Scale } from './cases.js';
 import type { Driver, DriverSpec } from './driver.js';
 import type { Measurement } from './measure.js';
 
-/** One implementation of a case, ready to measure. */
-export interface Contender {
-  readonly driver: Driver;
-  readonly spec: DriverSpec;
+/**
+ * One implementation of a case, ready to measure. `D` is what a case measures (a queue driver here; the
+ * eventstore suite passes its own), `S` how to reach its data.
+ */
+export interface Contender<D extends { readonly impl: string } = Driver, S = DriverSpec> {
+  readonly driver: D;
+  readonly spec: S;
   /** Runs after each measurement, untimed (vacuuming a PostgreSQL database). */
   readonly afterEach: () => Promise<void>;
+}
+
+/** What the runner needs of a case: messaging's CaseDefinition, or another self-timed suite's. */
+export interface RunnableCase<D = Driver, S = DriverSpec> {
+  readonly name: string;
+  readonly kind: CaseKind;
+  /** Counts of throughput measurements are multiples of this. */
+  readonly step: number;
+  measure(context: MeasureContext<D, S>, count: number, capMs: number): Promise<Measurement>;
 }
 
 /** What a row ran with, for the results file. */
@@ -43,7 +55,7 @@ export interface CaseOutcome {
 }
 
 /** A measurement's rate and percentiles; see the suite README for what each kind reports. */
-export function summariseMeasurement(kind: CaseDefinition['kind'], m: Measurement): RoundSummary {
+export function summariseMeasurement(kind: CaseKind, m: Measurement): RoundSummary {
   if (kind === 'throughput') {
     const opsPerSec = (m.jobs / m.ms) * 1000;
     // Adds time each call; processing has no call to time: its figure is the cost per job.
@@ -61,7 +73,7 @@ export function summariseMeasurement(kind: CaseDefinition['kind'], m: Measuremen
 
 /** The count a throughput measurement uses: the suite's, or what fits `targetMs` at the warm-up's rate. */
 export function sizeCount(
-  definition: CaseDefinition,
+  definition: Pick<RunnableCase<unknown, unknown>, 'kind' | 'step'>,
   scale: Scale,
   warmup: Measurement,
 ): { count: number; reduced: boolean } {
@@ -73,24 +85,24 @@ export function sizeCount(
   return { count: Math.max(step, Math.floor(fits / step) * step), reduced: true };
 }
 
-function capOf(definition: CaseDefinition, scale: Scale): number {
+function capOf(definition: Pick<RunnableCase<unknown, unknown>, 'kind'>, scale: Scale): number {
   if (definition.kind === 'redelivery') return 4 * scale.lockMs + 5000;
   return definition.kind === 'latency' ? scale.latencyCapMs : scale.capMs;
 }
 
-const roundsOf = (definition: CaseDefinition, scale: Scale) =>
+const roundsOf = (definition: Pick<RunnableCase<unknown, unknown>, 'kind'>, scale: Scale) =>
   definition.kind === 'redelivery' ? scale.redeliveryRounds : scale.rounds;
 
-export async function runCase(
-  definition: CaseDefinition,
-  contenders: readonly Contender[],
+export async function runCase<D extends { readonly impl: string } = Driver, S = DriverSpec>(
+  definition: RunnableCase<D, S>,
+  contenders: readonly Contender<D, S>[],
   options: RunnerOptions,
 ): Promise<CaseOutcome> {
   const { scale, log } = options;
   const failed: string[] = [];
   const alive = new Set(contenders);
-  const measure = async (contender: Contender, count: number, capMs: number) => {
-    const context: MeasureContext = {
+  const measure = async (contender: Contender<D, S>, count: number, capMs: number) => {
+    const context: MeasureContext<D, S> = {
       driver: contender.driver,
       spec: contender.spec,
       name: options.nextName(),
@@ -109,7 +121,7 @@ export async function runCase(
     }
   };
 
-  const sized = new Map<Contender, { count: number; reduced: boolean }>();
+  const sized = new Map<Contender<D, S>, { count: number; reduced: boolean }>();
   for (const contender of contenders) {
     if (definition.kind === 'redelivery') {
       sized.set(contender, { count: 1, reduced: false });
@@ -120,10 +132,10 @@ export async function runCase(
     if (warmup !== undefined) sized.set(contender, sizeCount(definition, scale, warmup));
   }
 
-  const rounds = new Map<Contender, { summaries: RoundSummary[]; done: number[] }>();
+  const rounds = new Map<Contender<D, S>, { summaries: RoundSummary[]; done: number[] }>();
   for (let round = 0; round < roundsOf(definition, scale); round++) {
     for (let k = 0; k < contenders.length; k++) {
-      const contender = contenders[(k + round) % contenders.length] as Contender;
+      const contender = contenders[(k + round) % contenders.length] as Contender<D, S>;
       const size = sized.get(contender);
       if (!alive.has(contender) || size === undefined) continue;
       const m = await measure(contender, size.count, capOf(definition, scale));
@@ -174,7 +186,11 @@ export async function runCase(
 const roundUp = (n: number, step: number) => Math.max(step, Math.ceil(n / step) * step);
 
 /** Says where a row departs from the suite's counts. */
-function noteOf(definition: CaseDefinition, row: RowSettings, rounds: number): string | undefined {
+function noteOf(
+  definition: Pick<RunnableCase<unknown, unknown>, 'kind'>,
+  row: RowSettings,
+  rounds: number,
+): string | undefined {
   const notes: string[] = [];
   if (row.reduced)
     notes.push(`${row.count.toLocaleString('en-US')} jobs per round (sized to the warm-up's rate)`);
