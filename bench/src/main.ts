@@ -20,12 +20,14 @@ import {
   timings,
 } from './harness.js';
 import { buildResults, describeMachine, formatTable, type ResultsFile, writeResults } from './report.js';
+import { eventStoreSuite } from './suites/eventstore.js';
 import { messagingSuite } from './suites/messaging.js';
 import { resilienceSuite } from './suites/resilience.js';
 
 const suites: Record<string, Suite | SelfTimedSuite> = {
   resilience: resilienceSuite,
   messaging: messagingSuite,
+  eventstore: eventStoreSuite,
 };
 
 const quickSettings: HarnessSettings = {
