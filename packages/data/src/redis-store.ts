@@ -97,6 +97,15 @@ function decodeEntry(text: string, codec: ValueCodec): CacheEntry | undefined {
   return { value: codec.decode(text.slice(newline + 1)), freshUntil, staleUntil };
 }
 
+function looksLikeIoredis(client: unknown): client is Redis {
+  const c = client as Record<string, unknown> | null;
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    ['get', 'evalsha', 'eval', 'duplicate', 'subscribe', 'on'].every((m) => typeof c[m] === 'function')
+  );
+}
+
 /** Milliseconds Redis keeps an entry: until `staleUntil`, at least 1. */
 const pxOf = (entry: CacheEntry, now: number) => Math.max(1, Math.ceil(entry.staleUntil - now));
 
@@ -124,7 +133,8 @@ export class RedisCacheStore implements CacheStore {
     assertObject('options', options as unknown);
     if ((options.client === undefined) === (options.url === undefined))
       throw new InvalidOptionsError('client', 'give exactly one of client and url');
-    if (options.client !== undefined && !(options.client instanceof Redis))
+    // Duck-typed: an app may hold a client from another copy of ioredis than ours.
+    if (options.client !== undefined && !looksLikeIoredis(options.client))
       throw new InvalidOptionsError('client', 'expected an ioredis Redis client');
     if (options.url !== undefined && typeof options.url !== 'string')
       throw new InvalidOptionsError('url', 'expected a string');
