@@ -20,6 +20,7 @@ import {
   timings,
 } from './harness.js';
 import { buildResults, describeMachine, formatTable, type ResultsFile, writeResults } from './report.js';
+import { cacheSuite } from './suites/cache.js';
 import { eventStoreSuite } from './suites/eventstore.js';
 import { messagingSuite } from './suites/messaging.js';
 import { resilienceSuite } from './suites/resilience.js';
@@ -28,6 +29,7 @@ const suites: Record<string, Suite | SelfTimedSuite> = {
   resilience: resilienceSuite,
   messaging: messagingSuite,
   eventstore: eventStoreSuite,
+  cache: cacheSuite,
 };
 
 const quickSettings: HarnessSettings = {
