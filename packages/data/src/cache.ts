@@ -40,6 +40,11 @@ interface Flight {
   refreshAfter: (() => void) | undefined;
 }
 
+/** A local-tier entry; `resolved` is the promise of its value, made on the first hit. */
+interface LocalEntry extends LruEntry {
+  resolved: Promise<unknown> | undefined;
+}
+
 type Counters = { -readonly [K in keyof CacheStats]: number };
 
 const FORGET = Symbol('forget');
@@ -139,7 +144,9 @@ export class CacheAside {
           // The hot path: no await, one already-resolved promise.
           this.#counts.localHits++;
           if (this.events.active) this.#emitHit(key, 'local', false);
-          return Promise.resolve(entry.value as T);
+          // One resolved promise per entry, made on its first hit and reused: later hits allocate nothing.
+          const local = entry as LocalEntry;
+          return (local.resolved ??= Promise.resolve(local.value)) as Promise<T>;
         }
         this.#counts.localHits++;
         this.#counts.staleHits++;
@@ -476,15 +483,16 @@ export class CacheAside {
   #putLocal(key: string, entry: CacheEntry | LruEntry, now: number): void {
     const local = this.#local;
     if (local === undefined) return;
+    // Always a copy of our own: the hit path caches its resolved promise on it, never on the store's object.
     const cap = this.#localMaxTtlMs;
-    if (cap !== undefined && entry.staleUntil > now + cap) {
-      const until = now + cap;
-      local.set(key, {
-        value: entry.value,
-        freshUntil: Math.min(entry.freshUntil, until),
-        staleUntil: until,
-      });
-    } else local.set(key, entry);
+    const capped = cap !== undefined && entry.staleUntil > now + cap;
+    const copy: LocalEntry = {
+      value: entry.value,
+      freshUntil: capped ? Math.min(entry.freshUntil, now + cap) : entry.freshUntil,
+      staleUntil: capped ? now + cap : entry.staleUntil,
+      resolved: undefined,
+    };
+    local.set(key, copy);
   }
 
   /** Drops `key` here: from the local tier, and from any fetch under way (whose result is now suspect). */
