@@ -7,4 +7,5 @@ export * from './lease-store.js';
 export * from './memory-lease-store.js';
 export * from './postgres-lease-store.js';
 export * from './redis-lease-store.js';
+export * from './saga/index.js';
 export * from './sqlite-lease-store.js';

@@ -1,0 +1,131 @@
+import { assertObject, InvalidOptionsError } from '@stratus/core';
+import { migratePostgres } from '@stratus/messaging';
+import type { Pool } from 'pg';
+import {
+  checkListQuery,
+  checkSagaId,
+  checkSagaRecord,
+  type ListSagasQuery,
+  type SagaRecord,
+  type SagaStore,
+} from './saga-store.js';
+
+export interface PostgresSagaStoreOptions {
+  /** Your pg Pool; the store never ends it. */
+  readonly pool: Pool;
+  /** Schema of the table, created on first use; default 'stratus'. */
+  readonly schema?: string;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+
+// The document is kept as text, not jsonb, so it comes back exactly as written (jsonb would reorder keys).
+// Ids sort with the "C" collation: byte order, as SQLite and the memory store sort them.
+const migrations = (s: string) => [
+  `CREATE TABLE "${s}".coord_sagas (
+     saga_id text COLLATE "C" PRIMARY KEY,
+     definition text NOT NULL,
+     status text NOT NULL,
+     version bigint NOT NULL,
+     document text NOT NULL,
+     updated_at double precision NOT NULL
+   );
+   CREATE INDEX coord_sagas_by_status ON "${s}".coord_sagas (status, saga_id);`,
+];
+
+/** Sagas in PostgreSQL, for engines on many hosts: each write is one statement with a version check. */
+export class PostgresSagaStore implements SagaStore {
+  readonly kind = 'postgres';
+  readonly pool: Pool;
+  readonly schema: string;
+  #ready: Promise<void> | undefined;
+
+  constructor(options: PostgresSagaStoreOptions) {
+    assertObject('options', options as unknown);
+    const { pool, schema = 'stratus' } = options;
+    if (typeof (pool as Partial<Pool> | undefined)?.query !== 'function') {
+      throw new InvalidOptionsError('pool', 'expected a pg Pool');
+    }
+    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+      throw new InvalidOptionsError(
+        'schema',
+        'expected a lower-case SQL identifier of at most 40 characters',
+      );
+    }
+    this.pool = pool;
+    this.schema = schema;
+  }
+
+  /** Creates the table if needed (done on first use). */
+  migrate(): Promise<void> {
+    this.#ready ??= migratePostgres(
+      this.pool,
+      this.schema,
+      'coordination-sagas',
+      migrations(this.schema),
+    ).catch((error: unknown) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    return this.#ready;
+  }
+
+  async insert(record: SagaRecord): Promise<boolean> {
+    checkSagaRecord(record, true);
+    await this.migrate();
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO "${this.schema}".coord_sagas (saga_id, definition, status, version, document, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (saga_id) DO NOTHING`,
+      [
+        record.sagaId,
+        record.definition,
+        record.status,
+        record.version,
+        JSON.stringify(record),
+        record.updatedAt,
+      ],
+    );
+    return rowCount === 1;
+  }
+
+  async get(sagaId: string): Promise<SagaRecord | undefined> {
+    checkSagaId(sagaId);
+    await this.migrate();
+    const { rows } = await this.pool.query<{ document: string }>(
+      `SELECT document FROM "${this.schema}".coord_sagas WHERE saga_id = $1`,
+      [sagaId],
+    );
+    const row = rows[0];
+    return row === undefined ? undefined : (JSON.parse(row.document) as SagaRecord);
+  }
+
+  async update(record: SagaRecord): Promise<boolean> {
+    checkSagaRecord(record);
+    await this.migrate();
+    const { rowCount } = await this.pool.query(
+      `UPDATE "${this.schema}".coord_sagas SET status = $2, version = $3, document = $4, updated_at = $5
+       WHERE saga_id = $1 AND version = $6`,
+      [
+        record.sagaId,
+        record.status,
+        record.version,
+        JSON.stringify(record),
+        record.updatedAt,
+        record.version - 1,
+      ],
+    );
+    return rowCount === 1;
+  }
+
+  async list(query?: ListSagasQuery): Promise<SagaRecord[]> {
+    const { limit, statuses, after } = checkListQuery(query);
+    if (statuses.length === 0) return [];
+    await this.migrate();
+    const { rows } = await this.pool.query<{ document: string }>(
+      `SELECT document FROM "${this.schema}".coord_sagas
+       WHERE status = ANY($1::text[]) AND saga_id > $2 ORDER BY saga_id LIMIT $3`,
+      [statuses, after ?? '', limit],
+    );
+    return rows.map((row) => JSON.parse(row.document) as SagaRecord);
+  }
+}
