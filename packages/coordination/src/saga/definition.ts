@@ -60,7 +60,8 @@ export type CompensationOrder = 'reverse' | 'parallel' | readonly (string | read
 export interface SagaDefinition<Input = unknown> {
   /** Stored with each saga, so a restarted engine knows which definition resumes it; keep it stable. */
   readonly name: string;
-  readonly steps: readonly SagaStep<Input, never>[];
+  // biome-ignore lint/suspicious/noExplicitAny: each step has its own result type
+  readonly steps: readonly SagaStep<Input, any>[];
   readonly compensation?: CompensationOrder;
 }
 
