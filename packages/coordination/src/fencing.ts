@@ -4,8 +4,14 @@
  * write after a newer holder did. The check runs inside the caller's own transaction, with the write it guards:
  * both commit, or neither.
  */
-import { assertInteger, assertObject, InvalidOptionsError } from '@stratus/core';
-import { migratePostgres, migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { assertInteger, InvalidOptionsError } from '@stratus/core';
+import {
+  assertSqliteDatabase,
+  migrateSqlite,
+  PostgresComponent,
+  type PostgresComponentOptions,
+  type SqliteDatabase,
+} from '@stratus/messaging';
 import type { Pool } from 'pg';
 import { StaleFencingTokenError } from './errors.js';
 
@@ -43,9 +49,7 @@ export class SqliteFence {
 
   constructor(options: { readonly database: SqliteDatabase }) {
     const database = options?.database;
-    if (typeof (database as Partial<SqliteDatabase>)?.transaction !== 'function') {
-      throw new InvalidOptionsError('database', 'expected a SqliteDatabase (see openSqlite)');
-    }
+    assertSqliteDatabase(database);
     this.database = database;
     migrateSqlite(database, 'fencing', SQLITE_MIGRATIONS);
   }
@@ -83,33 +87,19 @@ export interface Queryable {
 export class PostgresFence {
   readonly pool: Pool;
   readonly schema: string;
-  #ready: Promise<void> | undefined;
+  readonly #component: PostgresComponent;
 
-  constructor(options: { readonly pool: Pool; readonly schema?: string }) {
-    assertObject('options', options as unknown);
-    const { pool, schema = 'stratus' } = options;
-    if (typeof (pool as Partial<Pool> | undefined)?.query !== 'function') {
-      throw new InvalidOptionsError('pool', 'expected a pg Pool');
-    }
-    if (typeof schema !== 'string' || !/^[a-z_][a-z0-9_]{0,39}$/.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        'expected a lower-case SQL identifier of at most 40 characters',
-      );
-    }
-    this.pool = pool;
-    this.schema = schema;
+  constructor(options: PostgresComponentOptions) {
+    this.#component = new PostgresComponent('fencing', options, (schema) => [
+      `CREATE TABLE "${schema}".coord_fences (resource text PRIMARY KEY, token bigint NOT NULL)`,
+    ]);
+    this.pool = this.#component.pool;
+    this.schema = this.#component.schema;
   }
 
   /** Creates the table if needed; `check` cannot do it inside your transaction, so call this once at start. */
   migrate(): Promise<void> {
-    this.#ready ??= migratePostgres(this.pool, this.schema, 'fencing', [
-      `CREATE TABLE "${this.schema}".coord_fences (resource text PRIMARY KEY, token bigint NOT NULL)`,
-    ]).catch((error: unknown) => {
-      this.#ready = undefined;
-      throw error;
-    });
-    return this.#ready;
+    return this.#component.migrate();
   }
 
   /** Accepts `token` for `resource` or throws StaleFencingTokenError (roll your transaction back). */

@@ -1,5 +1,4 @@
-import { assertObject, InvalidOptionsError } from '@stratus/core';
-import { migratePostgres } from '@stratus/messaging';
+import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool } from 'pg';
 import {
   type AcquireRequest,
@@ -11,14 +10,7 @@ import {
   type LeaseStore,
 } from './lease-store.js';
 
-export interface PostgresLeaseStoreOptions {
-  /** Your pg Pool; the store never ends it. */
-  readonly pool: Pool;
-  /** Schema of the tables and function, created on first use; default 'stratus'. */
-  readonly schema?: string;
-}
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+export type PostgresLeaseStoreOptions = PostgresComponentOptions;
 
 // The token row is locked first (the upsert takes its row lock until commit), which serialises acquisitions of
 // one name without blocking any other name; everything then happens in one call, one round trip.
@@ -71,33 +63,17 @@ export class PostgresLeaseStore implements LeaseStore {
   readonly kind = 'postgres';
   readonly pool: Pool;
   readonly schema: string;
-  #ready: Promise<void> | undefined;
+  readonly #component: PostgresComponent;
 
   constructor(options: PostgresLeaseStoreOptions) {
-    assertObject('options', options as unknown);
-    const { pool, schema = 'stratus' } = options;
-    if (typeof (pool as Partial<Pool> | undefined)?.query !== 'function') {
-      throw new InvalidOptionsError('pool', 'expected a pg Pool');
-    }
-    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        'expected a lower-case SQL identifier of at most 40 characters',
-      );
-    }
-    this.pool = pool;
-    this.schema = schema;
+    this.#component = new PostgresComponent('coordination', options, migrations);
+    this.pool = this.#component.pool;
+    this.schema = this.#component.schema;
   }
 
   /** Creates the tables and function if needed (done on first use). */
   migrate(): Promise<void> {
-    this.#ready ??= migratePostgres(this.pool, this.schema, 'coordination', migrations(this.schema)).catch(
-      (error: unknown) => {
-        this.#ready = undefined;
-        throw error;
-      },
-    );
-    return this.#ready;
+    return this.#component.migrate();
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from '@stratus/core';
-import { migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
 import {
   type AcquireRequest,
   type AcquireResult,
@@ -44,9 +43,7 @@ export class SqliteLeaseStore implements LeaseStore {
 
   constructor(options: { readonly database: SqliteDatabase }) {
     const database = options?.database;
-    if (typeof (database as Partial<SqliteDatabase>)?.transactionAsync !== 'function') {
-      throw new InvalidOptionsError('database', 'expected a SqliteDatabase (see openSqlite)');
-    }
+    assertSqliteDatabase(database);
     this.database = database;
     migrateSqlite(database, 'coordination', MIGRATIONS);
   }

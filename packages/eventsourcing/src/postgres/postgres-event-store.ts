@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { assertInteger, assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
-import { GroupCommit, migratePostgres, NotificationListener } from '@stratus/messaging';
+import { GroupCommit, migratePostgres, NotificationListener, POSTGRES_SCHEMA_NAME } from '@stratus/messaging';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { repeatedAppend, type StoredPlace } from '../append-rules.js';
 import {
@@ -29,7 +29,6 @@ export interface PostgresEventStoreOptions {
   readonly schema?: string;
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
 const MODES = { any: 1, 'no-stream': 2, 'stream-exists': 3 } as const;
 const APPENDED = 0;
 const WRONG_VERSION = 1;
@@ -118,7 +117,7 @@ export class PostgresEventStore implements EventStoreBackend {
       throw new InvalidOptionsError('connectionString', 'expected a string');
     }
     assertInteger('poolSize', poolSize, 1);
-    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+    if (typeof schema !== 'string' || !POSTGRES_SCHEMA_NAME.test(schema)) {
       throw new InvalidOptionsError(
         'schema',
         `expected a lower-case SQL identifier, got ${JSON.stringify(schema)}`,

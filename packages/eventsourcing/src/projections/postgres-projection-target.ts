@@ -1,16 +1,10 @@
-import { assertObject, InvalidOptionsError } from '@stratus/core';
-import { migratePostgres } from '@stratus/messaging';
+import { InvalidOptionsError } from '@stratus/core';
+import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool, PoolClient } from 'pg';
 import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
 
-export interface PostgresProjectionTargetOptions {
-  /** Your pg Pool (often the event store's); the target never ends it. */
-  readonly pool: Pool;
-  /** Schema of the registry table (views' own tables go where their setup puts them); default 'stratus'. */
-  readonly schema?: string;
-}
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+/** The pool (often the event store's) and the schema of the registry table; views' tables go where their setup puts them. */
+export type PostgresProjectionTargetOptions = PostgresComponentOptions;
 
 const migrations = (schema: string) => [
   `CREATE TABLE "${schema}".es_views (
@@ -44,36 +38,18 @@ export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
   readonly kind = 'postgres';
   readonly pool: Pool;
   readonly schema: string;
-  #ready: Promise<void> | undefined;
+  readonly #component: PostgresComponent;
+  readonly #table: string;
 
   constructor(options: PostgresProjectionTargetOptions) {
-    assertObject('options', options as unknown);
-    const { pool, schema = 'stratus' } = options;
-    if (typeof (pool as Partial<Pool> | undefined)?.connect !== 'function') {
-      throw new InvalidOptionsError('pool', 'expected a pg Pool');
-    }
-    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        'expected a lower-case SQL identifier of at most 40 characters',
-      );
-    }
-    this.pool = pool;
-    this.schema = schema;
-  }
-
-  get #table(): string {
-    return `"${this.schema}".es_views`;
+    this.#component = new PostgresComponent('projections', options, migrations);
+    this.pool = this.#component.pool;
+    this.schema = this.#component.schema;
+    this.#table = this.#component.qualified('es_views');
   }
 
   #migrated(): Promise<void> {
-    this.#ready ??= migratePostgres(this.pool, this.schema, 'projections', migrations(this.schema)).catch(
-      (error: unknown) => {
-        this.#ready = undefined;
-        throw error;
-      },
-    );
-    return this.#ready;
+    return this.#component.migrate();
   }
 
   /** Runs `work` in a transaction; a `false` result rolls it back. */

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '@stratus/core';
-import { migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
 import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
 
 const MIGRATIONS = [
@@ -38,9 +38,7 @@ export class SqliteProjectionTarget implements ProjectionTarget<SqliteDatabase> 
 
   constructor(options: { readonly database: SqliteDatabase }) {
     const database = options?.database;
-    if (typeof (database as Partial<SqliteDatabase>)?.transactionAsync !== 'function') {
-      throw new InvalidOptionsError('database', 'expected a SqliteDatabase (see openSqlite)');
-    }
+    assertSqliteDatabase(database);
     this.database = database;
     migrateSqlite(database, 'projections', MIGRATIONS);
   }

@@ -23,7 +23,7 @@ import {
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
 import { GroupCommit } from '../group-commit.js';
-import { migratePostgres } from './migrations.js';
+import { migratePostgres, POSTGRES_SCHEMA_NAME } from './migrations.js';
 import { NotificationListener } from './notification-listener.js';
 import { channelOf, migrations, UNKNOWN_QUEUE_SQLSTATE, UNKNOWN_TOPIC_SQLSTATE } from './schema.js';
 import { topicPatternRegex } from './topic-regex.js';
@@ -39,7 +39,6 @@ export interface PostgresMessageBackendOptions {
   schema?: string;
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
 /** `<sequence>:<uuid>`: the sequence finds the row by primary key, the uuid identifies the delivery. */
 const LOCK_TOKEN = /^(\d{1,19}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 /**
@@ -147,7 +146,7 @@ export class PostgresMessageBackend implements MessageBackend {
       throw new InvalidOptionsError('connectionString', 'expected a string');
     }
     assertInteger('poolSize', poolSize, 1);
-    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+    if (typeof schema !== 'string' || !POSTGRES_SCHEMA_NAME.test(schema)) {
       throw new InvalidOptionsError(
         'schema',
         `expected a lower-case SQL identifier, got ${JSON.stringify(schema)}`,

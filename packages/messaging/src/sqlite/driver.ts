@@ -529,3 +529,10 @@ function viewBlobs(row: SqliteRow): SqliteRow {
   }
   return row;
 }
+
+/** Checks that an adapter was given a database opened with openSqlite (or wrapped with wrapSqlite). */
+export function assertSqliteDatabase(value: unknown, option = 'database'): asserts value is SqliteDatabase {
+  if (typeof (value as Partial<SqliteDatabase> | undefined)?.transactionAsync !== 'function') {
+    throw new InvalidOptionsError(option, 'expected a SqliteDatabase (see openSqlite)');
+  }
+}
