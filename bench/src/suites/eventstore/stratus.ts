@@ -1,18 +1,22 @@
 /**
  * The Stratus event store on PostgreSQL or SQLite through its public API: the `EventStore` facade over
  * `PostgresEventStore` / `SqliteEventStore`, `aggregateStream`, an `AggregateRepository` with on-demand snapshots,
- * catch-up subscriptions, and for the lag case a `ProjectionRunner` into a `SqliteProjectionTarget` (SQLite) or a
- * catch-up subscription (PostgreSQL: no PostgreSQL projection target here).
+ * catch-up subscriptions, and for the lag case a `ProjectionRunner` into a `PostgresProjectionTarget` or
+ * `SqliteProjectionTarget` sharing the store's pool or file.
  */
 import {
   AggregateRepository,
   EventStore,
   PostgresEventStore,
+  PostgresProjectionTarget,
   ProjectionRunner,
+  type ProjectionTarget,
+  type RecordedEvent,
   SqliteEventStore,
   SqliteProjectionTarget,
 } from '@stratus/eventsourcing';
 import type { SqliteDatabase } from '@stratus/messaging';
+import pg, { type PoolClient } from 'pg';
 import {
   type BackendKind,
   type EventStoreImplementation,
@@ -27,6 +31,9 @@ import {
 
 /** Events per read of subscriptions and projections: Stratus's default, also given to Emmett's consumers. */
 export const FOLLOW_BATCH = 500;
+
+/** Connections of the Stratus pool: PostgresEventStore's default, and pg's (which Emmett's pool keeps). */
+const POOL_SIZE = 10;
 
 const ORDER_PREFIX = `${ORDER_CATEGORY}-`;
 
@@ -52,36 +59,61 @@ const fail =
     throw error;
   };
 
-/** The lag case's projection on SQLite: one row per event in a view table, in the runner's transaction. */
-async function sqliteProjection(
+/** The lag case's view: one row per event, written in the runner's transaction. */
+interface LagView<Tx> {
+  setup(tx: Tx): void | Promise<void>;
+  insert(tx: Tx, event: RecordedEvent): void | Promise<void>;
+}
+
+const sqliteView: LagView<SqliteDatabase> = {
+  setup: (db) => db.exec('CREATE TABLE bench_lag_view (position INTEGER PRIMARY KEY, stream TEXT NOT NULL)'),
+  insert: (db, event) => {
+    db.prepare('INSERT INTO bench_lag_view (position, stream) VALUES (?, ?)').run(
+      event.globalPosition,
+      event.streamName,
+    );
+  },
+};
+
+const postgresView: LagView<PoolClient> = {
+  setup: async (client) => {
+    await client.query('CREATE TABLE bench_lag_view (position bigint PRIMARY KEY, stream text NOT NULL)');
+  },
+  insert: async (client, event) => {
+    await client.query({
+      name: 'bench_lag_insert',
+      text: 'INSERT INTO bench_lag_view (position, stream) VALUES ($1, $2)',
+      values: [event.globalPosition, event.streamName],
+    });
+  },
+};
+
+/** A ProjectionRunner keeping `view` up to date; `onEvent` hears of each event once its batch has committed. */
+async function project<Tx>(
   store: EventStore,
-  database: SqliteDatabase,
+  target: ProjectionTarget<Tx>,
+  view: LagView<Tx>,
   onEvent: (position: number) => void,
 ): Promise<Following> {
   const applied: number[] = [];
   const runner = new ProjectionRunner(
     store,
-    new SqliteProjectionTarget({ database }),
+    target,
     {
       name: 'bench_lag',
       version: 1,
-      setup: (db) => {
-        db.exec('CREATE TABLE bench_lag_view (position INTEGER PRIMARY KEY, stream TEXT NOT NULL)');
-      },
-      apply: (db, event) => {
-        db.prepare('INSERT INTO bench_lag_view (position, stream) VALUES (?, ?)').run(
-          event.globalPosition,
-          event.streamName,
-        );
+      setup: (tx) => view.setup(tx),
+      apply: (tx, event) => {
         applied.push(event.globalPosition);
+        return view.insert(tx, event);
       },
     },
     { batchSize: FOLLOW_BATCH },
   );
-  // An event counts once its batch has committed, which the runner reports after the commit.
   runner.events.on((event) => {
-    if (event.type !== 'batch-applied') return;
-    for (const position of applied.splice(0)) onEvent(position);
+    // A batch that rolled back is applied again: only a committed batch counts.
+    if (event.type === 'batch-applied') for (const position of applied.splice(0)) onEvent(position);
+    else if (event.type === 'lease-lost' || event.type === 'failed') applied.length = 0;
   });
   const running = runner.start();
   running.catch(() => {});
@@ -92,12 +124,18 @@ async function sqliteProjection(
 
 class StratusStore implements StoreUnderTest {
   readonly #store: EventStore;
-  readonly #database: SqliteDatabase | undefined;
+  readonly #project: (onEvent: (position: number) => void) => Promise<Following>;
+  readonly #close: () => Promise<void>;
   readonly snapshots: StoreUnderTest['snapshots'];
 
-  constructor(store: EventStore, database: SqliteDatabase | undefined) {
+  constructor(
+    store: EventStore,
+    project: (onEvent: (position: number) => void) => Promise<Following>,
+    close: () => Promise<void>,
+  ) {
     this.#store = store;
-    this.#database = database;
+    this.#project = project;
+    this.#close = close;
     const decider = { initialState: initialOrder, evolve: evolveOrder };
     const withSnapshots = new AggregateRepository(store, {
       category: ORDER_CATEGORY,
@@ -130,27 +168,43 @@ class StratusStore implements StoreUnderTest {
   }
 
   follow(mode: 'catch-up' | 'live', onEvent: (position: number) => void): Promise<Following> {
-    if (mode === 'live' && this.#database !== undefined) {
-      return sqliteProjection(this.#store, this.#database, onEvent);
-    }
-    return catchUp(this.#store, `bench-${mode}`, onEvent);
+    if (mode === 'live') return this.#project(onEvent);
+    return catchUp(this.#store, 'bench-catch-up', onEvent);
   }
 
   close(): Promise<void> {
-    return this.#store.close();
+    return this.#close();
   }
 }
 
 async function open(backend: BackendKind, location: StoreLocation): Promise<StoreUnderTest> {
   if (backend === 'postgres') {
     if (!('postgresUrl' in location)) throw new Error('stratus-postgres needs a PostgreSQL URL');
-    const postgres = new PostgresEventStore({ connectionString: location.postgresUrl });
+    // One pool for the store and the projection target, as an application would share it.
+    const pool = new pg.Pool({ connectionString: location.postgresUrl, max: POOL_SIZE });
+    pool.on('error', () => {});
+    const postgres = new PostgresEventStore({ pool });
     await postgres.migrate();
-    return new StratusStore(new EventStore({ backend: postgres }), undefined);
+    const store = new EventStore({ backend: postgres });
+    const target = new PostgresProjectionTarget({ pool });
+    return new StratusStore(
+      store,
+      (onEvent) => project(store, target, postgresView, onEvent),
+      async () => {
+        await store.close();
+        await pool.end();
+      },
+    );
   }
   if (!('sqlitePath' in location)) throw new Error('stratus-sqlite needs a file path');
   const sqlite = new SqliteEventStore({ path: location.sqlitePath, synchronous: 'NORMAL' });
-  return new StratusStore(new EventStore({ backend: sqlite }), sqlite.database);
+  const store = new EventStore({ backend: sqlite });
+  const target = new SqliteProjectionTarget({ database: sqlite.database });
+  return new StratusStore(
+    store,
+    (onEvent) => project(store, target, sqliteView, onEvent),
+    () => store.close(),
+  );
 }
 
 export function stratusImplementation(backend: BackendKind): EventStoreImplementation {
