@@ -28,6 +28,7 @@ import {
   WRITERS,
 } from './eventstore/cases.js';
 import { emmettImplementation } from './eventstore/emmett.js';
+import { type Floors, measureFloors } from './eventstore/floors.js';
 import { type EventStoreImplementation, PAYLOAD_BYTES, type StoreUnderTest } from './eventstore/store.js';
 import { FOLLOW_BATCH, stratusImplementation } from './eventstore/stratus.js';
 import type { Scale } from './messaging/cases.js';
@@ -150,6 +151,8 @@ export interface EventStoreSuiteOverrides {
   readonly impls?: readonly string[];
   /** Where PostgreSQL comes from (DATABASE_URL or a throwaway durable server); default process.env. */
   readonly env?: Record<string, string | undefined>;
+  /** Measure the box's floors (floors.ts) as the run starts and ends; default true. */
+  readonly floors?: boolean;
 }
 
 /** The suite with its counts and implementations open to a test (`overrides`). */
@@ -181,6 +184,18 @@ export async function prepareEventStore(
   let serial = 0;
   const nextName = () => `es_${process.pid}_${++serial}`;
 
+  const floors = async (when: string): Promise<Floors | undefined> => {
+    if (overrides.floors === false) return undefined;
+    const url = postgres === undefined ? undefined : await postgres.database(`es_${process.pid}_floor`);
+    try {
+      const measured = await measureFloors(url, sqliteDir);
+      options.log(`floors ${when}: ${JSON.stringify(measured)}`);
+      return measured;
+    } finally {
+      if (url !== undefined) await dropDatabase(url);
+    }
+  };
+
   const run = async () => {
     const results: CaseResult[] = [];
     const rows: Record<string, Record<string, RowSettings>> = {};
@@ -188,6 +203,7 @@ export async function prepareEventStore(
       `suite eventstore: ${definitions.length} cases, ${scale.rounds} round(s), up to ${scale.jobs} operations ` +
         `per throughput measurement; load average ${loadAverageAtStart.join(' ')}`,
     );
+    const floorsAtStart = await floors('as the run starts');
     for (const definition of definitions) {
       const entrants = contestants.filter(
         (c) =>
@@ -207,8 +223,24 @@ export async function prepareEventStore(
         results.push(withNotes(result, definition, contestant));
       }
     }
+    const floorsAtEnd = await floors('as the run ends');
     const settings = settingsOf(scale, definitions, postgres, contestants, rows);
-    return { results, skipped, settings: { source, loadAverageAtStart, ...settings } };
+    return {
+      results,
+      skipped,
+      settings: {
+        source,
+        loadAverageAtStart,
+        floors: {
+          what:
+            'the same servers without an event store: PostgreSQL SELECT 1, one-row INSERT commits, 100-row ' +
+            'INSERT commits (rows of the event size); SQLite one-row transactions (WAL, synchronous NORMAL)',
+          atStart: floorsAtStart,
+          atEnd: floorsAtEnd,
+        },
+        ...settings,
+      },
+    };
   };
 
   return {

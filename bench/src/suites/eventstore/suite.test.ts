@@ -30,7 +30,7 @@ async function runOn(backend: 'sqlite' | 'postgres', withPeer: boolean, cases?: 
   const impls = withPeer ? [stratus, peer] : [stratus];
   const prepared = await prepareEventStore(
     { quick: true, only: cases, log: () => {} },
-    { scale: tiny, impls },
+    { scale: tiny, impls, floors: false },
   );
   try {
     const run = await prepared.run();
