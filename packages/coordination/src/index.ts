@@ -1,3 +1,4 @@
+export * from './choreography/index.js';
 export * from './distributed-lock.js';
 export * from './errors.js';
 export * from './fencing.js';
