@@ -62,6 +62,8 @@ describe('saga definitions', () => {
       [{ name: 'x', steps: [{ name: 'a', do: noop, retry: { maxAttempts: 0 } }] }, /maxAttempts/],
       [{ name: 'x', steps: [{ name: 'a', do: noop, retry: { backoff: 5 } }] }, /backoff/],
       [{ name: 'x', steps: [{ name: 'a', do: noop, undoRetry: { retryable: true } }] }, /retryable/],
+      [{ name: 'x', steps: [{ name: 'a', do: noop, undoOnFailure: true }] }, /has no undo/],
+      [{ name: 'x', steps: [{ name: 'a', do: noop, undo: noop, undoOnFailure: 1 }] }, /boolean/],
       [{ name: 'x', steps, compensation: 'sideways' }, /compensation/],
       [{ name: 'x', steps, compensation: ['a', 'c'] }, /missing from it: d/],
       [{ name: 'x', steps, compensation: ['a', 'b', 'c', 'd'] }, /"b" is not a step with an undo/],

@@ -48,6 +48,12 @@ export interface SagaStep<Input = unknown, Result = unknown> {
   readonly undoRetry?: StepRetryPolicy;
   /** Time allowed to one call of do or undo; a slower call counts as a failed attempt. Default none. */
   readonly timeoutMs?: number;
+  /**
+   * Undo this step too when its do finally fails, since a failed call may still have acted (a timeout, a lost
+   * reply). Its undo then gets `result: null` and must be harmless when nothing happened. Default false: only
+   * completed steps are compensated.
+   */
+  readonly undoOnFailure?: boolean;
 }
 
 /**
@@ -136,6 +142,10 @@ export function compileSaga(definition: SagaDefinition<unknown>): CompiledSaga {
     if (typeof step.do !== 'function') throw invalid(`steps[${index}].do: expected a function`);
     if (step.undo !== undefined && typeof step.undo !== 'function')
       throw invalid(`steps[${index}].undo: expected a function or nothing`);
+    if (step.undoOnFailure !== undefined && typeof step.undoOnFailure !== 'boolean')
+      throw invalid(`steps[${index}].undoOnFailure: expected a boolean`);
+    if (step.undoOnFailure === true && step.undo === undefined)
+      throw invalid(`steps[${index}].undoOnFailure: the step has no undo`);
     if (step.timeoutMs !== undefined) {
       try {
         assertDuration(`steps[${index}].timeoutMs`, step.timeoutMs, { allowZero: false });

@@ -219,6 +219,34 @@ describe('SagaEngine', () => {
     assert.equal(failed?.type === 'step-failed' && failed.error.code, 'ERR_STRATUS_SAGA_STEP_TIMEOUT');
   });
 
+  it('undoes a failed step too when it may have acted (undoOnFailure), first in reverse order', async () => {
+    const undone: unknown[] = [];
+    const { clock, engine } = setup([
+      { name: 'reserve', do: () => 'r-1', undo: ({ result }) => void undone.push(['reserve', result]) },
+      {
+        name: 'charge',
+        undoOnFailure: true,
+        timeoutMs: 500,
+        retry: { maxAttempts: 1 },
+        do: () => new Promise(() => {}), // the gateway never answers: it may have charged
+        undo: ({ result, idempotencyKey }) => void undone.push(['charge', result, idempotencyKey]),
+      },
+    ]);
+    const done = await settle(clock, engine.start('order', 'o-14', { order: 'o-14' }));
+    assert.equal(done.status, 'compensated');
+    assert.deepEqual(undone, [
+      ['charge', null, 'o-14:charge:undo'],
+      ['reserve', 'r-1'],
+    ]);
+    assert.deepEqual(
+      done.steps.map((s) => [s.name, s.doFailed === true, s.undone?.by]),
+      [
+        ['reserve', false, 'undo'],
+        ['charge', true, 'undo'],
+      ],
+    );
+  });
+
   it('emits typed events as a saga runs, fails and compensates', async () => {
     const { clock, engine, events } = setup([
       { name: 'a', do: () => 1, undo: () => {} },

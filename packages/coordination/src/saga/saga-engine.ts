@@ -306,9 +306,13 @@ export class SagaEngine {
         this.#emit({ type: 'step-completed', sagaId, definition, step: name, attempts: outcome.attempts });
       } else {
         const error = recordError(outcome.error);
+        const maybeActed: CompletedStep[] = next.step.undoOnFailure
+          ? [{ name, result: null, completedAt: this.clock.now(), doFailed: true }]
+          : [];
         record = await this.#write(record, {
           status: 'compensating',
           failure: { step: name, error, attempts: outcome.attempts },
+          ...(maybeActed.length > 0 ? { steps: [...record.steps, ...maybeActed] } : {}),
         });
         this.#emit({ type: 'compensating', sagaId, definition, failedStep: name, error });
       }

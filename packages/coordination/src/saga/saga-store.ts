@@ -31,6 +31,8 @@ export interface CompletedStep {
   /** What its do returned (JSON), handed to its undo. */
   readonly result: unknown;
   readonly completedAt: number;
+  /** True for a step whose do failed but may have acted (undoOnFailure): logged so that it is undone too. */
+  readonly doFailed?: boolean;
   /** Set once compensated: by its undo, or by an operator who resolved it by hand. */
   readonly undone?: { readonly at: number; readonly by: 'undo' | 'operator'; readonly note?: string };
 }
