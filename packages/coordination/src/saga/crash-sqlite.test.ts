@@ -24,7 +24,7 @@ import { SagaEngine } from './saga-engine.js';
 import { SqliteSagaStore } from './sqlite-saga-store.js';
 
 const SAGAS = 60;
-const CRASHES = 6;
+const CRASHES = 5;
 const directory = mkdtempSync(join(tmpdir(), 'stratus-saga-crash-'));
 after(() => rmSync(directory, { recursive: true, force: true }));
 
