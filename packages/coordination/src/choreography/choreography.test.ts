@@ -14,7 +14,7 @@ import {
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { Choreography } from './choreography.js';
 import { SagaCorrelationView } from './correlation-view.js';
-import { shop } from './fixtures.js';
+import { shop } from './fixtures/shop.js';
 import type { SagaEventBody } from './saga-event.js';
 
 const T0 = 1_750_000_000_000;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
 import { SagaCorrelationView } from './correlation-view.js';
-import { shop } from './fixtures.js';
+import { shop } from './fixtures/shop.js';
 import type { SagaEventBody, SagaEventKind } from './saga-event.js';
 
 const T0 = 1_750_000_000_000;
