@@ -10,3 +10,4 @@ export * from './postgres-lease-store.js';
 export * from './redis-lease-store.js';
 export * from './saga/index.js';
 export * from './sqlite-lease-store.js';
+export * from './workflow/index.js';
