@@ -1,5 +1,4 @@
-import { assertObject, InvalidOptionsError } from '@stratus/core';
-import { migratePostgres } from '@stratus/messaging';
+import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool } from 'pg';
 import {
   checkListQuery,
@@ -10,14 +9,7 @@ import {
   type SagaStore,
 } from './saga-store.js';
 
-export interface PostgresSagaStoreOptions {
-  /** Your pg Pool; the store never ends it. */
-  readonly pool: Pool;
-  /** Schema of the table, created on first use; default 'stratus'. */
-  readonly schema?: string;
-}
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+export type PostgresSagaStoreOptions = PostgresComponentOptions;
 
 // The document is kept as text, not jsonb, so it comes back exactly as written (jsonb would reorder keys).
 // Ids sort with the "C" collation: byte order, as SQLite and the memory store sort them.
@@ -38,36 +30,17 @@ export class PostgresSagaStore implements SagaStore {
   readonly kind = 'postgres';
   readonly pool: Pool;
   readonly schema: string;
-  #ready: Promise<void> | undefined;
+  readonly #component: PostgresComponent;
 
   constructor(options: PostgresSagaStoreOptions) {
-    assertObject('options', options as unknown);
-    const { pool, schema = 'stratus' } = options;
-    if (typeof (pool as Partial<Pool> | undefined)?.query !== 'function') {
-      throw new InvalidOptionsError('pool', 'expected a pg Pool');
-    }
-    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        'expected a lower-case SQL identifier of at most 40 characters',
-      );
-    }
-    this.pool = pool;
-    this.schema = schema;
+    this.#component = new PostgresComponent('coordination-sagas', options, migrations);
+    this.pool = this.#component.pool;
+    this.schema = this.#component.schema;
   }
 
   /** Creates the table if needed (done on first use). */
   migrate(): Promise<void> {
-    this.#ready ??= migratePostgres(
-      this.pool,
-      this.schema,
-      'coordination-sagas',
-      migrations(this.schema),
-    ).catch((error: unknown) => {
-      this.#ready = undefined;
-      throw error;
-    });
-    return this.#ready;
+    return this.#component.migrate();
   }
 
   async insert(record: SagaRecord): Promise<boolean> {

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from '@stratus/core';
-import { migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
 import {
   checkListQuery,
   checkSagaId,
@@ -31,9 +30,7 @@ export class SqliteSagaStore implements SagaStore {
 
   constructor(options: { readonly database: SqliteDatabase }) {
     const database = options?.database;
-    if (typeof (database as Partial<SqliteDatabase>)?.transactionAsync !== 'function') {
-      throw new InvalidOptionsError('database', 'expected a SqliteDatabase (see openSqlite)');
-    }
+    assertSqliteDatabase(database);
     this.database = database;
     migrateSqlite(database, 'coordination-sagas', MIGRATIONS);
   }
