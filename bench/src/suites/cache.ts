@@ -16,6 +16,8 @@ const KEY = 'user:42';
 const VALUE = { id: 42, name: 'Ada Lovelace', roles: ['admin'] };
 const TTL_MS = 600_000;
 const STAMPEDE_CALLERS = 1_000;
+const REDIS_CALLERS = 32;
+const ROTATING_KEYS = Array.from({ length: REDIS_CALLERS }, (_, i) => `user:${i}`);
 const loadValue = () => VALUE;
 
 /** A loader that counts its calls (for the stampede notes) and answers after a macrotask, as a database would. */
@@ -114,15 +116,30 @@ async function redisCases(
   const storeOnly = cacheAside({ ttlMs: TTL_MS, local: false, store: stratusStore });
   const twoTier = cacheAside({ ttlMs: TTL_MS, store: stratusStore });
   await storeOnly.getOrLoad(KEY, loadValue);
+  for (const key of ROTATING_KEYS) await storeOnly.getOrLoad(key, loadValue);
   await twoTier.getOrLoad(KEY, loadValue);
+  let rotation = 0;
+  let bareRotation = 0;
+  // The floor: a bare GET of the same entry on a connection of its own.
+  const bare = await redis.connect();
+  const entryKey = `${prefix}stratus:v:${KEY}`;
   const cases: BenchCase[] = [
+    { case: 'redis-hit', impl: 'ioredis GET', kind: 'async', op: () => bare.get(entryKey) },
+    {
+      case: 'redis-hit-32-callers',
+      impl: 'ioredis GET',
+      kind: 'async',
+      concurrency: REDIS_CALLERS,
+      op: () => bare.get(`${prefix}stratus:v:${ROTATING_KEYS[bareRotation++ % REDIS_CALLERS]!}`),
+    },
     { case: 'redis-hit', impl: 'stratus', kind: 'async', op: () => storeOnly.getOrLoad(KEY, loadValue) },
     {
       case: 'redis-hit-32-callers',
       impl: 'stratus',
       kind: 'async',
-      concurrency: 32,
-      op: () => storeOnly.getOrLoad(KEY, loadValue),
+      concurrency: REDIS_CALLERS,
+      // A key per caller in rotation: concurrent reads of one key would share one Redis read (single flight).
+      op: () => storeOnly.getOrLoad(ROTATING_KEYS[rotation++ % REDIS_CALLERS]!, loadValue),
     },
     {
       case: 'two-tier-hit',
