@@ -578,8 +578,10 @@ export class WorkflowEngine {
     step: CompiledWorkflowStep<never>,
     state: ClaimedStep,
     input: never,
-    results: Record<string, unknown>,
+    accumulated: Record<string, unknown>,
   ): Promise<Outcome> {
+    // A snapshot: a step must see only what came before it, even if it keeps the object.
+    const results = Object.freeze({ ...accumulated });
     const completeBy = state.completeBy ?? this.#clock.now() + step.timeoutMs;
     const now = this.#clock.now();
     if (this.#closing.signal.aborted) return { kind: 'late', error: this.#closing.signal.reason };
