@@ -370,7 +370,10 @@ describe('WorkflowEngine', () => {
     assert.throws(() => engine.register(definition), DuplicateWorkflowError);
     assert.throws(() => engine.register({} as never), InvalidOptionsError);
     assert.throws(
-      () => engine.register(defineWorkflow({ name: 'remote', steps: [{ name: 'a', agent: 'q' }] })),
+      () =>
+        new WorkflowEngine({ store }).register(
+          defineWorkflow({ name: 'remote', steps: [{ name: 'a', agent: 'q' }] }),
+        ),
       InvalidOptionsError,
     );
     await assert.rejects(engine.start('nope', null), UnknownWorkflowError);

@@ -200,7 +200,11 @@ export class WorkflowEngine {
       throw new InvalidOptionsError('definition', 'expected a definition made by defineWorkflow');
     }
     if (this.#definitions.has(def.key)) throw new DuplicateWorkflowError(def.name, def.version);
-    if (def.steps.some((step) => step.kind === 'agent') && this.#messaging === undefined) {
+    if (
+      this.#runsScheduler &&
+      this.#messaging === undefined &&
+      def.steps.some((step) => step.kind === 'agent')
+    ) {
       throw new InvalidOptionsError(
         'messaging',
         `workflow "${def.name}" has agent steps: give the engine a Messaging`,

@@ -1,0 +1,29 @@
+/** Workflow chaos on PostgreSQL (see fixtures/workflow-chaos.ts). */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { postgresForSuite } from '@stratus/testkit';
+import { runWorkflowChaos } from './fixtures/workflow-chaos.js';
+
+const suite = await postgresForSuite('coordination-workflow-chaos');
+after(() => suite.release());
+
+describe('Workflow chaos: PostgreSQL', { skip: suite.skip }, () => {
+  it('1,000 three-step workflows while Schedulers, Agents and Supervisors are SIGKILLed: all end, effects once', async (t) => {
+    const result = await runWorkflowChaos({
+      BACKEND: 'postgres',
+      TARGET: suite.url as string,
+      SCHEMA: 'chaos',
+    });
+    t.diagnostic(JSON.stringify(result));
+    assert.equal(result.byStatus.running ?? 0, 0, 'no workflow is stuck');
+    assert.equal((result.byStatus.completed ?? 0) + (result.byStatus.failed ?? 0), result.workflows);
+    assert.deepEqual(
+      result.broken,
+      [],
+      'completed workflows have their three effects; failed ones their alert',
+    );
+    assert.ok(result.effects >= 3 * (result.byStatus.completed ?? 0));
+    for (const role of ['scheduler', 'agent', 'supervisor'] as const)
+      assert.ok(result.kills[role] > 0, `a ${role} was killed`);
+  });
+});
