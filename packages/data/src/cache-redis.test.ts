@@ -91,6 +91,30 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
     assert.equal(loads, 1);
   });
 
+  it('drops its whole local tier when the broadcast connection comes back after a drop', async () => {
+    const server = await startRedis();
+    try {
+      const client = new Redis(server.url);
+      client.on('error', () => {});
+      clients.push(client);
+      const store = redisCacheStore({ client, keyPrefix: 'reconnect:' });
+      stores.push(store);
+      const cache = cacheAside({ store });
+      await cache.ready();
+      await cache.getOrLoad('a', () => 1);
+      await cache.getOrLoad('b', () => 2);
+      assert.equal(cache.stats.localEntries, 2);
+      const dropped = cache.events.once((e) => e.type === 'remote-invalidation' && e.all);
+      // Invalidations sent while the subscriber was away are lost: everything local is suspect.
+      await server.restart();
+      await dropped;
+      assert.equal(cache.stats.localEntries, 0);
+      cache.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('answers every read from the loader while Redis is down, with events, and opens the circuit', async () => {
     const server = await startRedis();
     try {

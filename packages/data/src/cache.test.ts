@@ -377,6 +377,25 @@ describe('cacheAside with a shared store', () => {
     assert.equal(a.stats.lockWaits, 1);
   });
 
+  it('renews the lock while a slow load runs, so other instances keep waiting for it', async () => {
+    const { a, b, clock } = twoInstances({ distributedLock: { ttlMs: 1_000, pollMs: 100 } });
+    const held = gate();
+    let calls = 0;
+    const slow = async () => {
+      calls++;
+      await held.opened;
+      return 'slow but alive';
+    };
+    const fromA = a.getOrLoad('k', slow);
+    await flushMicrotasks();
+    const fromB = b.getOrLoad('k', slow);
+    await clock.advance(3_500);
+    assert.equal(calls, 1, 'still held after 3.5 lock TTLs');
+    held.open();
+    assert.deepEqual([await fromA, await fromB], ['slow but alive', 'slow but alive']);
+    assert.equal(calls, 1);
+  });
+
   it('stops waiting after maxWaitMs and loads without the lock', async () => {
     const { a, clock, store } = twoInstances({
       distributedLock: { ttlMs: 60_000, pollMs: 100, maxWaitMs: 500 },

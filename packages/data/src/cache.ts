@@ -4,6 +4,7 @@ import {
   EventEmitter,
   InvalidOptionsError,
   randomId,
+  type TimerHandle,
   type Unsubscribe,
 } from '@stratus/core';
 import { BrokenCircuitError, type CircuitBreakerPolicy, circuitBreaker } from '@stratus/resilience';
@@ -405,15 +406,18 @@ export class CacheAside {
     // A refresh replaces a value other instances may hold: tell them. A first fill replaces nothing.
     const origin = { origin: this.instanceId, invalidate: background };
     let value: T;
+    const stopRenewing = this.#keepLock(held, store);
     try {
       value = await this.#load(key, loader, background);
     } catch (error) {
+      stopRenewing();
       // Release at once so waiters try themselves instead of waiting for the lock to lapse.
       await this.#guard('unlock', key, () =>
         store.setIfLocked(held, undefined, this.#clock.now(), origin),
       ).catch(() => {});
       throw error;
     }
+    stopRenewing();
     const now = this.#clock.now();
     const entry = flight.invalidated ? undefined : entryOf(value, settings, now);
     let kept: boolean;
@@ -429,6 +433,39 @@ export class CacheAside {
       if (this.events.active) this.#emit({ type: 'lock-lost', key });
     } else if (entry !== undefined && !flight.invalidated) this.#putLocal(key, entry, now);
     return value;
+  }
+
+  /**
+   * Renews a held lock every third of its TTL while the load runs, so a slow but live loader keeps it; a dead
+   * process stops renewing and its lock lapses. Returns the function that stops the renewals.
+   */
+  #keepLock(held: CacheLock, store: CacheStore): () => void {
+    const ttlMs = this.#lock?.ttlMs ?? 0;
+    let stopped = false;
+    let timer: TimerHandle | undefined;
+    const schedule = () => {
+      timer = this.#clock.setTimeout(
+        () => {
+          timer = undefined;
+          this.#guard('lock', held.key, () => store.extendLock(held, ttlMs)).then(
+            (kept) => {
+              // A lost lock is reported when the load completes (its fenced write is refused).
+              if (kept && !stopped) schedule();
+            },
+            () => {
+              if (!stopped) schedule(); // the store may come back before the lock lapses
+            },
+          );
+        },
+        ttlMs / 3,
+        { unref: true },
+      );
+    };
+    schedule();
+    return () => {
+      stopped = true;
+      if (timer !== undefined) this.#clock.clearTimeout(timer);
+    };
   }
 
   async #load<T>(key: string, loader: Loader<T>, background: boolean): Promise<T> {

@@ -130,6 +130,18 @@ export function cacheStoreContract(kind: string, open: () => Promise<StoreHarnes
       assert.equal((await store.get(k, T0))?.value, 'fresh');
     });
 
+    it('extends a lock its holder still has, and not one it lost', async () => {
+      const k = key();
+      const lock = await store.tryLock(k, 40);
+      assert.ok(lock);
+      assert.equal(await store.extendLock(lock, 60_000), true);
+      await h.lapse(60);
+      assert.equal(await h.peer.tryLock(k, 60_000), undefined, 'still held past the first ttl');
+      await h.peer.delete([k], me);
+      assert.equal(await store.extendLock(lock, 60_000), false, 'lost to the delete');
+      assert.ok(await h.peer.tryLock(k, 60_000), 'and not taken back');
+    });
+
     it('wakes waiters in other instances when the lock is released', async () => {
       for (const release of ['load', 'set', 'delete'] as const) {
         const k = key();

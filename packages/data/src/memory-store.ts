@@ -63,6 +63,12 @@ export class MemoryCacheStore implements CacheStore {
     return { key, token, fence };
   }
 
+  async extendLock(lock: CacheLock, ttlMs: number): Promise<boolean> {
+    if (this.#heldLock(lock.key)?.token !== lock.token) return false;
+    this.#locks.set(lock.key, { token: lock.token, expiresAt: this.#clock.now() + ttlMs });
+    return true;
+  }
+
   async setIfLocked(
     lock: CacheLock,
     entry: CacheEntry | undefined,

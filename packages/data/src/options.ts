@@ -37,14 +37,20 @@ export interface LocalTierOptions {
 }
 
 export interface DistributedLockOptions {
-  /** The lock lapses after this long if its holder dies or hangs; should exceed a normal load. Default 10,000. */
+  /**
+   * The lock lapses after this long if its holder dies (a live holder renews it every third of this while its
+   * load runs). Default 10,000.
+   */
   ttlMs?: number;
   /**
    * Longest wait between two looks at the store while another process loads (a release wakes waiters at once
    * through the broadcast; this bounds the wait when the holder died or a message was lost). Default 100.
    */
   pollMs?: number;
-  /** After waiting this long for another process's load, load without the lock. Default 2 × `ttlMs`. */
+  /**
+   * After waiting this long for another process's load (its holder alive and renewing), load without the lock.
+   * Default 30,000, at least 2 × `ttlMs`.
+   */
   maxWaitMs?: number;
 }
 
@@ -98,9 +104,19 @@ export const DEFAULT_TTL_MS = 180_000;
 const DEFAULT_MAX_ENTRIES = 10_000;
 const DEFAULT_LOCK_TTL_MS = 10_000;
 const DEFAULT_LOCK_POLL_MS = 100;
+const DEFAULT_LOCK_MAX_WAIT_MS = 30_000;
 const DEFAULT_STORE_TIMEOUT_MS = 1_000;
 
-const STORE_METHODS = ['get', 'set', 'delete', 'tryLock', 'setIfLocked', 'waitForUnlock', 'onInvalidation'];
+const STORE_METHODS = [
+  'get',
+  'set',
+  'delete',
+  'tryLock',
+  'extendLock',
+  'setIfLocked',
+  'waitForUnlock',
+  'onInvalidation',
+];
 
 /** Throws InvalidOptionsError for bad per-call options, allocating nothing (the hit path calls it). */
 export function checkEntryOptions(options: EntryOptions): void {
@@ -183,7 +199,7 @@ export function resolveOptions(options: CacheAsideOptions): ResolvedOptions {
     assertDuration('distributedLock.ttlMs', ttlMs, { allowZero: false });
     const pollMs = given.pollMs ?? DEFAULT_LOCK_POLL_MS;
     assertDuration('distributedLock.pollMs', pollMs, { allowZero: false });
-    const maxWaitMs = given.maxWaitMs ?? 2 * ttlMs;
+    const maxWaitMs = given.maxWaitMs ?? Math.max(DEFAULT_LOCK_MAX_WAIT_MS, 2 * ttlMs);
     assertDuration('distributedLock.maxWaitMs', maxWaitMs);
     lock = { ttlMs, pollMs, maxWaitMs };
   }

@@ -62,6 +62,13 @@ end
 return 0
 `);
 
+// KEYS: lock. ARGV: token, ttl. Extends the lock only while the token still holds it.
+const EXTEND_LOCK = new RedisScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`);
+
 // Fenced completion of a load. KEYS: value, lock. ARGV: token, payload ('' for none), px, channel, message.
 const SET_IF_LOCKED = new RedisScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
@@ -187,6 +194,10 @@ export class RedisCacheStore implements CacheStore {
       await TRY_LOCK.run(this.#client, [this.#lockKey(key), `${this.#prefix}fence`], [this.#owner, ttlMs]),
     );
     return fence > 0 ? { key, token: `${this.#owner}:${fence}`, fence } : undefined;
+  }
+
+  async extendLock(lock: CacheLock, ttlMs: number): Promise<boolean> {
+    return Number(await EXTEND_LOCK.run(this.#client, [this.#lockKey(lock.key)], [lock.token, ttlMs])) === 1;
   }
 
   async setIfLocked(

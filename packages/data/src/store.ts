@@ -59,6 +59,8 @@ export interface CacheStore {
   delete(keys: readonly string[], options: WriteOptions): Promise<void>;
   /** Takes the load lock on `key` for `ttlMs` (it lapses by itself if the holder dies), or undefined if held. */
   tryLock(key: string, ttlMs: number): Promise<CacheLock | undefined>;
+  /** Pushes the lock's expiry to `ttlMs` from now while it is still held; false when it was lost. */
+  extendLock(lock: CacheLock, ttlMs: number): Promise<boolean>;
   /**
    * Fenced completion of a load: stores `entry` (when given) only while `lock` is still held (it was not lost to
    * expiry, a `set` or a `delete`), then releases the lock and wakes the waiters; a written entry is broadcast
