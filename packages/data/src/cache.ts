@@ -147,7 +147,8 @@ export class CacheAside {
           if (this.events.active) this.#emitHit(key, 'local', false);
           // One resolved promise per entry, made on its first hit and reused: later hits allocate nothing.
           const local = entry as LocalEntry;
-          return (local.resolved ??= Promise.resolve(local.value)) as Promise<T>;
+          if (local.resolved === undefined) local.resolved = Promise.resolve(local.value);
+          return local.resolved as Promise<T>;
         }
         this.#counts.localHits++;
         this.#counts.staleHits++;

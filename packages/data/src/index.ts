@@ -1,4 +1,5 @@
 export * from './cache.js';
+export * from './cached-loader.js';
 export * from './errors.js';
 export * from './events.js';
 export * from './lru.js';
