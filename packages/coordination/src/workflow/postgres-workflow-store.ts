@@ -1,6 +1,9 @@
 import { assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
 import { migratePostgres, NotificationListener } from '@stratus/messaging';
-import type { Pool } from 'pg';
+import type { Pool, QueryResult, QueryResultRow } from 'pg';
+
+type ClaimRow = Parameters<typeof stateFromRow>[0] & { input: string };
+
 import { recoveryCandidate } from './memory-workflow-store.js';
 import { runFromRow, stateFromRow } from './sqlite-workflow-store.js';
 import {
@@ -121,7 +124,8 @@ export class PostgresWorkflowStore implements WorkflowStore {
     await this.migrate();
     const s = initialState(submission);
     const t = this.#t;
-    const { rows } = await this.pool.query<{ created: number }>(
+    const { rows } = await this.#query<{ created: number }>(
+      'submit',
       `WITH run AS (
          INSERT INTO ${t}.wf_runs (id, name, version, input, status, created_at)
          VALUES ($1, $2, $3, $4, 'running', $5) ON CONFLICT (id) DO NOTHING RETURNING id),
@@ -159,7 +163,8 @@ export class PostgresWorkflowStore implements WorkflowStore {
     await this.migrate();
     const { schedulerId, definitions, limit, now } = request;
     const t = this.#t;
-    const { rows } = await this.pool.query(
+    const { rows } = await this.#query<ClaimRow>(
+      'claim',
       `WITH c AS (
          SELECT workflow_id FROM ${t}.wf_state
          WHERE status = 'pending' AND available_at <= $2 AND definition = ANY($3::text[])
@@ -171,7 +176,7 @@ export class PostgresWorkflowStore implements WorkflowStore {
        SELECT u.*, r.input FROM u JOIN ${t}.wf_runs r ON r.id = u.workflow_id`,
       [schedulerId, now, definitions, limit],
     );
-    return rows.map((row) => ({ ...stateFromRow(row), input: row.input as string }));
+    return rows.map((row) => ({ ...stateFromRow(row), input: row.input }));
   }
 
   async transition(transition: Transition): Promise<boolean> {
@@ -245,7 +250,11 @@ export class PostgresWorkflowStore implements WorkflowStore {
         break;
       }
     }
-    const { rows } = await this.pool.query<{ changed: number }>(sql, params);
+    const { rows } = await this.#query<{ changed: number }>(
+      `transition-${to.kind}-${String(to.kind === 'step' && to.claimBy !== undefined)}`,
+      sql,
+      params,
+    );
     return rows[0]?.changed === 1;
   }
 
@@ -339,6 +348,11 @@ export class PostgresWorkflowStore implements WorkflowStore {
     );
     const next = rows[0]?.next;
     return next === null || next === undefined ? undefined : Number(next);
+  }
+
+  /** A named (prepared once per connection) statement: the hot statements skip parsing and planning. */
+  #query<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<QueryResult<R>> {
+    return this.pool.query<R>({ name: `wf:${this.schema}:${name}`, text, values });
   }
 
   watch(listener: () => void): Unsubscribe {

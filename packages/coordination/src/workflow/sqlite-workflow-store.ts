@@ -62,7 +62,7 @@ const MIGRATIONS = [
    INSERT INTO wf_wakeups (id, counter) VALUES (1, 0);`,
 ];
 
-interface StateRow {
+export interface StateRow {
   workflow_id: string;
   definition: string;
   step: number;
@@ -83,7 +83,7 @@ interface StateRow {
   updated_at: number;
 }
 
-interface RunRow {
+export interface RunRow {
   id: string;
   name: string;
   version: number;

@@ -8,6 +8,7 @@
  * four writes and no polling. Other processes' work arrives through the store's wake-ups (LISTEN/NOTIFY, SQLite's
  * data_version, in-process callbacks) plus a timer for the next due step (durable sleeps, retry backoff).
  */
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import {
   assertCount,
@@ -139,6 +140,8 @@ export class WorkflowEngine {
   #definitionKeys: string[] = [];
   readonly #waiters = new Map<string, Waiter[]>();
   readonly #drives = new Set<Promise<void>>();
+  /** Workflows this engine is driving now: their waiters are settled here, without reading the store first. */
+  readonly #driving = new Set<string>();
   /** Aborts every running step when the engine closes. */
   readonly #closing = new AbortController();
   #inFlight = 0;
@@ -191,6 +194,8 @@ export class WorkflowEngine {
     this.#pollMs = pollIntervalMs;
     this.#resultPollMs = resultPollMs;
     this.#messaging = messaging;
+    // Every running step listens for the engine closing.
+    setMaxListeners(0, this.#closing.signal);
   }
 
   /** Registers a definition (from defineWorkflow) under its name and version. */
@@ -419,9 +424,11 @@ export class WorkflowEngine {
   }
 
   #drive(definition: WorkflowDefinition<never, unknown>, claimed: ClaimedStep): void {
+    this.#driving.add(claimed.workflowId);
     const drive = this.#driveSteps(definition, claimed)
       .catch((error: unknown) => this.#emit({ type: 'store-error', error }))
       .finally(() => {
+        this.#driving.delete(claimed.workflowId);
         this.#drives.delete(drive);
         this.#release();
       });
@@ -739,7 +746,9 @@ export class WorkflowEngine {
         }
         if (!this.#closed) this.#clock.setTimeout(() => void check(), this.#resultPollMs, { unref: true });
       };
-      void check();
+      if (this.#driving.has(workflowId))
+        this.#clock.setTimeout(() => void check(), this.#resultPollMs, { unref: true });
+      else void check();
     });
   }
 
