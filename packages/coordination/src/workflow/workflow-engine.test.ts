@@ -359,6 +359,17 @@ describe('WorkflowEngine', () => {
     await messaging.close();
   });
 
+  it('runs each workflow on the version it started with', async () => {
+    const { engine } = setup();
+    engine.register(defineWorkflow({ name: 'greet', version: 1, steps: [{ name: 'a', run: () => 'v1' }] }));
+    engine.register(defineWorkflow({ name: 'greet', version: 2, steps: [{ name: 'a', run: () => 'v2' }] }));
+    assert.equal(await (await engine.start('greet', null)).result(), 'v2');
+    const old = await engine.start('greet', null, { version: 1 });
+    assert.equal(await old.result(), 'v1');
+    assert.equal((await old.status()).version, 1);
+    await engine.close();
+  });
+
   it('refuses bad input with typed errors', async () => {
     const store = new MemoryWorkflowStore();
     assert.throws(() => new WorkflowEngine({ store: {} as never }), InvalidOptionsError);
