@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite } from '@stratus/testkit';
-import pg from 'pg';
+import { postgresForSuite, suitePools } from '@stratus/testkit';
+import type pg from 'pg';
 import { leaseStoreContract } from './lease-contract.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
 
@@ -9,17 +9,12 @@ const suite = await postgresForSuite('coordination-leases');
 let schemas = 0;
 
 describe('PostgresLeaseStore', { skip: suite.skip }, () => {
-  const pools: pg.Pool[] = [];
+  const pools = suitePools(suite.url);
   after(async () => {
-    for (const pool of pools) await pool.end();
+    await pools.end();
     await suite.release();
   });
-  const newPool = () => {
-    const pool = new pg.Pool({ connectionString: suite.url, max: 8 });
-    pool.on('error', () => {});
-    pools.push(pool);
-    return pool;
-  };
+  const newPool = () => pools.pool();
 
   leaseStoreContract(
     'postgres',

@@ -840,3 +840,22 @@ export async function deleteKeysWithPrefix(client: Redis, prefix: string): Promi
   } while (cursor !== '0');
   return deleted;
 }
+
+/**
+ * pg Pools on a suite's database, as separate processes would have them; `end()` (in the suite's `after`) ends every
+ * pool handed out. Connection errors of a pool (a server restart, a database dropped) are ignored: the queries see them.
+ */
+export function suitePools(url: string | undefined, max = 8): { pool(): pg.Pool; end(): Promise<void> } {
+  const pools: pg.Pool[] = [];
+  return {
+    pool() {
+      const pool = new pg.Pool({ connectionString: url, max });
+      pool.on('error', () => {});
+      pools.push(pool);
+      return pool;
+    },
+    async end() {
+      for (const pool of pools.splice(0)) await pool.end();
+    },
+  };
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite } from '@stratus/testkit';
-import pg from 'pg';
+import { postgresForSuite, suitePools } from '@stratus/testkit';
+import type pg from 'pg';
 import { PostgresWorkflowStore } from './postgres-workflow-store.js';
 import { workflowStoreContract } from './workflow-store-contract.js';
 
@@ -9,17 +9,12 @@ const suite = await postgresForSuite('coordination-workflows');
 let schemas = 0;
 
 describe('PostgresWorkflowStore', { skip: suite.skip }, () => {
-  const pools: pg.Pool[] = [];
+  const pools = suitePools(suite.url);
   after(async () => {
-    for (const pool of pools) await pool.end();
+    await pools.end();
     await suite.release();
   });
-  const newPool = () => {
-    const pool = new pg.Pool({ connectionString: suite.url, max: 8 });
-    pool.on('error', () => {});
-    pools.push(pool);
-    return pool;
-  };
+  const newPool = () => pools.pool();
 
   workflowStoreContract(
     'postgres',
