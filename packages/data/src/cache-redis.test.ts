@@ -80,8 +80,9 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
       await released;
       return 'value';
     };
+    // Either instance may win the lock; the load is held until the other one is seen waiting for it.
+    const waiting = Promise.race([a, b].map((c) => c.events.once((e) => e.type === 'lock-wait')));
     const fromA = Promise.all(Array.from({ length: 50 }, () => a.getOrLoad('k', loader)));
-    const waiting = b.events.once((e) => e.type === 'lock-wait');
     const fromB = Promise.all(Array.from({ length: 50 }, () => b.getOrLoad('k', loader)));
     await waiting;
     release();

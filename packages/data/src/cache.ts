@@ -142,13 +142,13 @@ export class CacheAside {
       if (entry !== undefined) {
         if (options !== undefined) checkEntryOptions(options);
         if (entry.freshUntil > now) {
-          // The hot path: no await, one already-resolved promise.
+          // The hot path: no await, no allocation.
           this.#counts.localHits++;
           if (this.events.active) this.#emitHit(key, 'local', false);
           // One resolved promise per entry, made on its first hit and reused: later hits allocate nothing.
-          const local = entry as LocalEntry;
-          if (local.resolved === undefined) local.resolved = Promise.resolve(local.value);
-          return local.resolved as Promise<T>;
+          const hit = entry as LocalEntry;
+          if (hit.resolved === undefined) hit.resolved = Promise.resolve(hit.value);
+          return hit.resolved as Promise<T>;
         }
         this.#counts.localHits++;
         this.#counts.staleHits++;
