@@ -24,7 +24,7 @@
  * client) carries every watched queue, resubscribes after a reconnect and then wakes every watcher, since
  * messages may have arrived while it was away.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { assertObject, InvalidOptionsError, randomId } from '@stratus/core';
 import type { Redis } from 'ioredis';
 import {
@@ -49,7 +49,13 @@ import {
   type TopicSettings,
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
-import { RECORD_STRINGS_OFFSET, SCRIPTS, type ScriptName, STATE_NAMES } from './scripts.js';
+import {
+  BLOB_MIN_MESSAGES,
+  RECORD_STRINGS_OFFSET,
+  SCRIPTS,
+  type ScriptName,
+  STATE_NAMES,
+} from './scripts.js';
 
 export interface RedisMessageBackendOptions {
   /**
@@ -89,6 +95,9 @@ export class RedisMessageBackend implements MessageBackend {
   /** Makes lock tokens unique across receive calls and backend instances. */
   readonly #nonce = randomId(6);
   #receives = 0;
+  /** Names the blobs of this instance: 96 random bits, then a counter, so no two blobs ever share a name. */
+  readonly #blobPrefix = `${randomBytes(12).toString('base64url')}.`;
+  #blobs = 0;
   #closed = false;
 
   constructor(options: RedisMessageBackendOptions) {
@@ -147,8 +156,27 @@ export class RedisMessageBackend implements MessageBackend {
 
   async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
     const args: Argument[] = [String(now)];
-    pushMessages(args, messages);
-    const sequences = (await this.#runOnQueue('send', queue, args)) as number[];
+    let sequences: number[];
+    if (messages.length < BLOB_MIN_MESSAGES) {
+      args.push('payloads');
+      pushMessages(args, messages);
+      sequences = (await this.#runOnQueue('send', queue, args)) as number[];
+    } else {
+      // The payloads go in blobs, SET ahead of the script on the same connection (so Redis runs them first); the
+      // script checks each is there and claims it. A blob whose script never ran expires on its own. NX: a SET
+      // sent again after a reconnect must not put a TTL back on a blob already claimed.
+      args.push('blobs');
+      const client = await this.#connection();
+      const writes: Promise<unknown>[] = [];
+      for (const { pack, count } of packMessages(args, messages)) {
+        const name = `${this.#blobPrefix}${(this.#blobs++).toString(36)}`;
+        const key = `${this.keyPrefix}q:{${queue}}:b${name}`;
+        writes.push(client.callBuffer('SET', [key, pack, 'NX', 'PX', String(UNCLAIMED_BLOB_TTL_MS)]));
+        args.push(name, String(count));
+      }
+      const [reply] = await Promise.all([this.#runOnQueue('send', queue, args), ...writes]);
+      sequences = reply as number[];
+    }
     return messages.map((message, i) => {
       const sequence = sequences[i] as number;
       return sequence === 0
@@ -517,11 +545,76 @@ function pushMessages(args: Argument[], messages: readonly OutgoingMessage[]): v
     m.sessionId ?? false,
   ]);
   args.push(JSON.stringify(routing));
-  for (const message of messages) args.push(payloadOf(message));
+  for (const message of messages) {
+    const properties = propertiesOf(message);
+    const length = Buffer.byteLength(properties);
+    const payload = Buffer.allocUnsafe(length + 1 + message.body.byteLength);
+    writePayload(payload, 0, properties, message.body);
+    args.push(payload);
+  }
 }
 
-function payloadOf(message: OutgoingMessage): Buffer {
-  const properties = JSON.stringify({
+/** How long a blob the send script has not claimed lives: only a failed send leaves one behind. */
+const UNCLAIMED_BLOB_TTL_MS = 5 * 60_000;
+
+/**
+ * A blob holds at most this many bytes (or one payload, when larger): far from Redis' 512 MB string limit, and
+ * one slow message keeps at most this much memory alive.
+ */
+const BLOB_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The routing JSON of the send script in blob mode (as pushMessages, with each payload's length as a sixth
+ * element), pushed to args; returns the payloads packed back to back into blobs, in order.
+ */
+function packMessages(
+  args: Argument[],
+  messages: readonly OutgoingMessage[],
+): { pack: Buffer; count: number }[] {
+  const properties = messages.map(propertiesOf);
+  const lengths = messages.map((m, i) => Buffer.byteLength(properties[i] as string) + 1 + m.body.byteLength);
+  args.push(
+    JSON.stringify(
+      messages.map((m, i) => [
+        m.id,
+        m.availableAt ?? false,
+        m.expiresAt ?? false,
+        m.priority ?? 0,
+        m.sessionId ?? false,
+        lengths[i],
+      ]),
+    ),
+  );
+  const packs: { pack: Buffer; count: number }[] = [];
+  let start = 0;
+  let size = 0;
+  for (let i = 0; i <= messages.length; i++) {
+    const length = lengths[i];
+    if (i > start && (length === undefined || size + length > BLOB_MAX_BYTES)) {
+      const pack = Buffer.allocUnsafe(size);
+      let offset = 0;
+      for (let j = start; j < i; j++) {
+        offset = writePayload(pack, offset, properties[j] as string, (messages[j] as OutgoingMessage).body);
+      }
+      packs.push({ pack, count: i - start });
+      start = i;
+      size = 0;
+    }
+    size += length ?? 0;
+  }
+  return packs;
+}
+
+/** Writes a payload (the properties as JSON, a NUL byte, the body) at offset; returns the offset after it. */
+function writePayload(target: Buffer, offset: number, properties: string, body: Uint8Array): number {
+  const end = offset + target.write(properties, offset, 'utf8');
+  target[end] = 0;
+  target.set(body, end + 1);
+  return end + 1 + body.byteLength;
+}
+
+function propertiesOf(message: OutgoingMessage): string {
+  return JSON.stringify({
     id: message.id,
     contentType: message.contentType,
     correlationId: message.correlationId,
@@ -531,12 +624,6 @@ function payloadOf(message: OutgoingMessage): Buffer {
     sessionId: message.sessionId,
     priority: message.priority,
   });
-  const length = Buffer.byteLength(properties);
-  const payload = Buffer.allocUnsafe(length + 1 + message.body.byteLength);
-  payload.write(properties, 0, length, 'utf8');
-  payload[length] = 0;
-  payload.set(message.body, length + 1);
-  return payload;
 }
 
 interface Properties {
