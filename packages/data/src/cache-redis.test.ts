@@ -23,12 +23,12 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
     for (const client of clients) client.disconnect();
   });
   /** One instance: its own connection, store and cache; `prefix` names the shared key space. */
-  const instance = (prefix: string, name: string, distributedLock = false) => {
+  const instance = (prefix: string, name: string, distributedLock = false, local = true) => {
     const client = new Redis(url);
     clients.push(client);
     const store = redisCacheStore({ client, keyPrefix: `${suite.keyPrefix}${prefix}:` });
     stores.push(store);
-    return cacheAside({ name, store, distributedLock });
+    return cacheAside({ name, store, distributedLock, local: local ? {} : false });
   };
 
   it("evicts a key from the other instance's local tier on delete and on set", async () => {
@@ -57,6 +57,33 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
     assert.equal(b.stats.remoteInvalidations, 2);
     a.close();
     b.close();
+  });
+
+  it('never lets a load that read before a write put its older value in Redis after the invalidation', async () => {
+    // The reader has no local tier, so no broadcast tells it about the write: only the fenced fill protects Redis.
+    const reader = instance('fence', 'reader', false, false);
+    const writer = instance('fence', 'writer', false, false);
+    const db = { value: 'old' };
+    let releaseRead!: () => void;
+    const readerHolds = new Promise<void>((resolve) => {
+      releaseRead = resolve;
+    });
+    let readStarted = false;
+    const slowRead = reader.getOrLoad('k', async () => {
+      const read = db.value;
+      readStarted = true;
+      await readerHolds;
+      return read;
+    });
+    await waitUntil(() => readStarted, 'the reader has read the old row');
+    await writer.invalidateAfter(() => {
+      db.value = 'new';
+    }, 'k');
+    releaseRead();
+    assert.equal(await slowRead, 'old', 'the early reader gets what it read');
+    assert.equal(reader.stats.lockLost, 1, 'its fill was fenced off');
+    const fresh = instance('fence', 'fresh', false, false);
+    assert.equal(await fresh.getOrLoad('k', () => db.value), 'new');
   });
 
   it('keeps per-item TTLs in Redis', async () => {

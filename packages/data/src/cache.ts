@@ -14,6 +14,7 @@ import { LocalLru, type LruEntry } from './lru.js';
 import {
   type CacheAsideOptions,
   checkEntryOptions,
+  DEFAULT_LOCK_TTL_MS,
   type EntryOptions,
   type ResolvedEntryOptions,
   type ResolvedLockOptions,
@@ -71,6 +72,8 @@ export class CacheAside {
   readonly #localMaxTtlMs: number | undefined;
   readonly #store: CacheStore | undefined;
   readonly #lock: ResolvedLockOptions | undefined;
+  /** TTL of load locks: those of `distributedLock`, and the fill locks that fence writes without it. */
+  readonly #lockTtlMs: number;
   readonly #storeTimeoutMs: number;
   readonly #flights = new Map<string, Flight>();
   readonly #counts: Counters = {
@@ -101,6 +104,7 @@ export class CacheAside {
     this.#localMaxTtlMs = resolved.local?.maxTtlMs;
     this.#store = resolved.store;
     this.#lock = resolved.lock;
+    this.#lockTtlMs = resolved.lock?.ttlMs ?? DEFAULT_LOCK_TTL_MS;
     this.#storeTimeoutMs = resolved.storeTimeoutMs;
     const breaker = resolved.breaker;
     this.breaker =
@@ -282,7 +286,7 @@ export class CacheAside {
     const store = this.#store;
     if (store === undefined) {
       this.#countMiss(key);
-      return this.#loadAndKeep(key, loader, settings, flight, false, false);
+      return this.#loadKeepingLocally(key, loader, settings, flight, false);
     }
     let entry: CacheEntry | undefined;
     try {
@@ -290,7 +294,7 @@ export class CacheAside {
     } catch {
       // "Avoid using the cache for the rest of the call": load, and do not try to put.
       this.#countMiss(key);
-      return this.#loadAndKeep(key, loader, settings, flight, false, false);
+      return this.#loadKeepingLocally(key, loader, settings, flight, false);
     }
     if (entry !== undefined) {
       const served = this.#serveFromStore(key, entry, flight);
@@ -302,7 +306,7 @@ export class CacheAside {
     this.#countMiss(key);
     return this.#lock !== undefined
       ? this.#loadLocked(key, loader, settings, flight, this.#lock, store)
-      : this.#loadAndKeep(key, loader, settings, flight, true, false);
+      : this.#loadFenced(key, loader, settings, flight, store, false);
   }
 
   /** A store entry as a hit (fresh, or stale within its grace window), or FORGET when it is past both. */
@@ -321,28 +325,45 @@ export class CacheAside {
     return { value: entry.value, stale };
   }
 
-  /** Loads, then keeps the result locally and (when `toStore`) in the store. */
-  async #loadAndKeep<T>(
+  /**
+   * Loads and keeps the result in the local tier only: there is no store, the store failed (then "avoid using
+   * the cache for the rest of the call"), or another instance holds the key's fill lock and its write will land.
+   */
+  async #loadKeepingLocally<T>(
     key: string,
     loader: Loader<T>,
     settings: ResolvedEntryOptions,
     flight: Flight,
-    toStore: boolean,
     background: boolean,
   ): Promise<T> {
     const value = await this.#load(key, loader, background);
     const now = this.#clock.now();
     const entry = entryOf(value, settings, now);
-    if (entry !== undefined && !flight.invalidated) {
-      this.#putLocal(key, entry, now);
-      const store = this.#store;
-      if (toStore && store !== undefined) {
-        // "If the cache put throws, ignore it and just return the entity."
-        const write = { origin: this.instanceId, invalidate: background };
-        await this.#guard('set', key, () => store.set(key, entry, now, write)).catch(() => {});
-      }
-    }
+    if (entry !== undefined && !flight.invalidated) this.#putLocal(key, entry, now);
     return value;
+  }
+
+  /**
+   * A fill without waiting (no `distributedLock`): the key's lock is taken only to fence the write, so a load
+   * that began before a write or delete (here or in any other process) cannot put its older value in the store
+   * afterwards. If another instance holds the lock, load anyway and leave the store to its write.
+   */
+  async #loadFenced<T>(
+    key: string,
+    loader: Loader<T>,
+    settings: ResolvedEntryOptions,
+    flight: Flight,
+    store: CacheStore,
+    background: boolean,
+  ): Promise<T> {
+    let held: CacheLock | undefined;
+    try {
+      held = await this.#guard('lock', key, () => store.tryLock(key, this.#lockTtlMs));
+    } catch {
+      return this.#loadKeepingLocally(key, loader, settings, flight, background);
+    }
+    if (held === undefined) return this.#loadKeepingLocally(key, loader, settings, flight, background);
+    return this.#loadHolding(key, loader, settings, flight, held, store, background);
   }
 
   /**
@@ -364,7 +385,7 @@ export class CacheAside {
       try {
         held = await this.#guard('lock', key, () => store.tryLock(key, lock.ttlMs));
       } catch {
-        return this.#loadAndKeep(key, loader, settings, flight, false, false);
+        return this.#loadKeepingLocally(key, loader, settings, flight, false);
       }
       if (held !== undefined) return this.#loadHolding(key, loader, settings, flight, held, store, false);
 
@@ -378,14 +399,14 @@ export class CacheAside {
         this.#counts.lockTimeouts++;
         if (this.events.active) this.#emit({ type: 'lock-timeout', key });
         // The holder is alive but slow: load without caching in the store (its fenced write will land).
-        return this.#loadAndKeep(key, loader, settings, flight, false, false);
+        return this.#loadKeepingLocally(key, loader, settings, flight, false);
       }
       await store.waitForUnlock(key, Math.min(lock.pollMs, left));
       let entry: CacheEntry | undefined;
       try {
         entry = await this.#guard('get', key, () => store.get(key, this.#clock.now()));
       } catch {
-        return this.#loadAndKeep(key, loader, settings, flight, false, false);
+        return this.#loadKeepingLocally(key, loader, settings, flight, false);
       }
       if (entry !== undefined) {
         const served = this.#serveFromStore(key, entry, flight);
@@ -441,7 +462,7 @@ export class CacheAside {
    * process stops renewing and its lock lapses. Returns the function that stops the renewals.
    */
   #keepLock(held: CacheLock, store: CacheStore): () => void {
-    const ttlMs = this.#lock?.ttlMs ?? 0;
+    const ttlMs = this.#lockTtlMs;
     let stopped = false;
     let timer: TimerHandle | undefined;
     const schedule = () => {
@@ -502,13 +523,13 @@ export class CacheAside {
   ): Promise<T> {
     const store = this.#store;
     const lock = this.#lock;
-    if (store === undefined || lock === undefined)
-      return this.#loadAndKeep(key, loader, settings, flight, store !== undefined, true);
+    if (store === undefined) return this.#loadKeepingLocally(key, loader, settings, flight, true);
+    if (lock === undefined) return this.#loadFenced(key, loader, settings, flight, store, true);
     let held: CacheLock | undefined;
     try {
       held = await this.#guard('lock', key, () => store.tryLock(key, lock.ttlMs));
     } catch {
-      return this.#loadAndKeep(key, loader, settings, flight, false, true);
+      return this.#loadKeepingLocally(key, loader, settings, flight, true);
     }
     if (held !== undefined) return this.#loadHolding(key, loader, settings, flight, held, store, true);
     // Another process is loading it: its value arrives through the store (and its broadcast) shortly.

@@ -102,7 +102,7 @@ export interface ResolvedOptions {
 /** Three minutes: the catalogue's sample expiry. */
 export const DEFAULT_TTL_MS = 180_000;
 const DEFAULT_MAX_ENTRIES = 10_000;
-const DEFAULT_LOCK_TTL_MS = 10_000;
+export const DEFAULT_LOCK_TTL_MS = 10_000;
 const DEFAULT_LOCK_POLL_MS = 100;
 const DEFAULT_LOCK_MAX_WAIT_MS = 30_000;
 const DEFAULT_STORE_TIMEOUT_MS = 1_000;
