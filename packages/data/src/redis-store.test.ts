@@ -84,6 +84,21 @@ describe('redis cache store', { skip: suite.skip }, () => {
     assert.equal(await given.ping(), 'PONG');
   });
 
+  it('subscribes even when the app client fails fast while disconnected (no offline queue)', async () => {
+    const failFast = new Redis(url, { enableOfflineQueue: false, lazyConnect: true });
+    clients.push(failFast);
+    const keyPrefix = `${suite.keyPrefix}failfast:`;
+    const store = redisCacheStore({ client: failFast, keyPrefix });
+    const seen: string[] = [];
+    store.onInvalidation((m) => seen.push(...m.keys));
+    await store.ready();
+    const peer = redisCacheStore({ client: connect(), keyPrefix });
+    await peer.delete(['k'], { origin: 'peer' });
+    await waitUntil(() => seen.includes('k'), 'the invalidation reaches the fail-fast store');
+    await store.close();
+    await peer.close();
+  });
+
   it('uses a custom codec', async () => {
     const store = redisCacheStore({
       client: connect(),

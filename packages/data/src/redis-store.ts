@@ -266,15 +266,15 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async #subscribe(): Promise<void> {
-    const subscriber = this.#client.duplicate();
+    // Whatever the app's client does when Redis is away (fail fast, say), the subscription waits for it.
+    const subscriber = this.#client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.#subscriber = subscriber;
     // The bounded poll covers a lost subscription: connection errors here are not worth crashing for.
     subscriber.on('error', () => {});
-    let connectedOnce = false;
+    let subscribedOnce = false;
     subscriber.on('ready', () => {
       // After a reconnect, messages sent while we were away are lost: tell listeners every key may have changed.
-      if (connectedOnce) this.#deliver({ origin: '', keys: [], all: true });
-      connectedOnce = true;
+      if (subscribedOnce) this.#deliver({ origin: '', keys: [], all: true });
     });
     subscriber.on('message', (channel: string, text: string) => {
       if (channel !== this.#channel) return;
@@ -289,6 +289,7 @@ export class RedisCacheStore implements CacheStore {
         this.#deliver({ origin: String(message.o), keys: message.i.map(String) });
     });
     await subscriber.subscribe(this.#channel);
+    subscribedOnce = true;
   }
 
   #deliver(message: InvalidationMessage): void {
