@@ -1,5 +1,5 @@
-import { assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
-import { migratePostgres, NotificationListener } from '@stratus/messaging';
+import type { Unsubscribe } from '@stratus/core';
+import { NotificationListener, PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 
 type ClaimRow = Parameters<typeof stateFromRow>[0] & { input: string };
@@ -19,14 +19,7 @@ import {
   type WorkflowStore,
 } from './workflow-store.js';
 
-export interface PostgresWorkflowStoreOptions {
-  /** Your pg Pool; the store never ends it. */
-  readonly pool: Pool;
-  /** Schema of the tables, created on first use; default 'stratus'. */
-  readonly schema?: string;
-}
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+export type PostgresWorkflowStoreOptions = PostgresComponentOptions;
 
 const migrations = (s: string) => [
   `CREATE TABLE "${s}".wf_runs (
@@ -85,20 +78,11 @@ export class PostgresWorkflowStore implements WorkflowStore {
   readonly schema: string;
   readonly channel: string;
   readonly #listener: NotificationListener;
-  #ready: Promise<void> | undefined;
+  readonly #component: PostgresComponent;
 
   constructor(options: PostgresWorkflowStoreOptions) {
-    assertObject('options', options as unknown);
-    const { pool, schema = 'stratus' } = options;
-    if (typeof (pool as Partial<Pool> | undefined)?.query !== 'function') {
-      throw new InvalidOptionsError('pool', 'expected a pg Pool');
-    }
-    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        'expected a lower-case SQL identifier of at most 40 characters',
-      );
-    }
+    this.#component = new PostgresComponent('workflows', options, migrations);
+    const { pool, schema } = this.#component;
     this.pool = pool;
     this.schema = schema;
     this.channel = `${schema}_workflows`;
@@ -107,13 +91,7 @@ export class PostgresWorkflowStore implements WorkflowStore {
 
   /** Creates the tables if needed (done on first use). */
   migrate(): Promise<void> {
-    this.#ready ??= migratePostgres(this.pool, this.schema, 'workflows', migrations(this.schema)).catch(
-      (error: unknown) => {
-        this.#ready = undefined;
-        throw error;
-      },
-    );
-    return this.#ready;
+    return this.#component.migrate();
   }
 
   get #t() {
