@@ -195,7 +195,10 @@ export class DistributedLock {
     return {
       name: this.name,
       token: grant.token,
-      signal: keeper.signal,
+      // Read through: the keeper makes the signal only when someone asks for it.
+      get signal() {
+        return keeper.signal;
+      },
       get held() {
         return keeper.held;
       },

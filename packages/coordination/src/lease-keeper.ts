@@ -26,9 +26,12 @@ export interface LeaseKeeperOptions {
  */
 export class LeaseKeeper {
   readonly grant: LeaseGrant;
-  readonly signal: AbortSignal;
   readonly #options: LeaseKeeperOptions;
-  readonly #controller = new AbortController();
+  // Made on first use of `signal`: aborting one costs far more than a lock's whole acquire and release on a fast
+  // store (Node builds and dispatches an Event, and the reason is an Error with a stack), and most holds never
+  // look at it.
+  #controller: AbortController | undefined;
+  #endReason: LeaseLossReason | undefined;
   #deadline = 0;
   #renewTimer: TimerHandle | undefined;
   #deadlineTimer: TimerHandle | undefined;
@@ -38,9 +41,17 @@ export class LeaseKeeper {
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
     this.grant = options.grant;
-    this.signal = this.#controller.signal;
     this.#extend(options.sentAt);
     this.#scheduleRenewal(options.renewEveryMs);
+  }
+
+  /** Aborts the moment the lease is lost or released (its reason a LeaseLostError); already aborted after that. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#endReason !== undefined) this.#abort(this.#endReason);
+    }
+    return this.#controller.signal;
   }
 
   get token(): number {
@@ -118,8 +129,13 @@ export class LeaseKeeper {
     if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
     this.#renewTimer = undefined;
     this.#deadlineTimer = undefined;
-    this.#controller.abort(new LeaseLostError(this.grant.name, reason));
+    this.#endReason = reason;
+    if (this.#controller !== undefined) this.#abort(reason);
     this.#options.onLost(reason);
+  }
+
+  #abort(reason: LeaseLossReason): void {
+    this.#controller?.abort(new LeaseLostError(this.grant.name, reason));
   }
 }
 

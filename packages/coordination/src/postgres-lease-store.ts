@@ -80,11 +80,17 @@ export class PostgresLeaseStore implements LeaseStore {
     const limit = checkAcquireRequest(request);
     const { name, owner, ttlMs, now } = request;
     await this.migrate();
-    const { rows } = await this.pool.query<AcquireRow>(
-      `SELECT * FROM "${this.schema}".coord_acquire($1, $2, $3, $4, $5)`,
-      [name, owner, now + ttlMs, now, limit],
-    );
-    const first = rows[0] as AcquireRow;
+    let rows: AcquireRow[] = [];
+    // The function counts the holders, then lists them; releases do not wait for the token row lock, so every
+    // holder it counted may be gone by then, and it returns no row: the lease was just freed, so ask again.
+    for (let attempt = 0; rows.length === 0 && attempt < 3; attempt++) {
+      ({ rows } = await this.pool.query<AcquireRow>(
+        `SELECT * FROM "${this.schema}".coord_acquire($1, $2, $3, $4, $5)`,
+        [name, owner, now + ttlMs, now, limit],
+      ));
+    }
+    const first = rows[0];
+    if (first === undefined) return { acquired: false, holders: [] };
     if (first.o_acquired) {
       return {
         acquired: true,
