@@ -21,6 +21,7 @@ import {
 } from './harness.js';
 import { buildResults, describeMachine, formatTable, type ResultsFile, writeResults } from './report.js';
 import { cacheSuite } from './suites/cache.js';
+import { coordinationSuite } from './suites/coordination.js';
 import { eventStoreSuite } from './suites/eventstore.js';
 import { messagingSuite } from './suites/messaging.js';
 import { resilienceSuite } from './suites/resilience.js';
@@ -30,6 +31,7 @@ const suites: Record<string, Suite | SelfTimedSuite> = {
   messaging: messagingSuite,
   eventstore: eventStoreSuite,
   cache: cacheSuite,
+  coordination: coordinationSuite,
 };
 
 const quickSettings: HarnessSettings = {
