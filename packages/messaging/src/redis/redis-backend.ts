@@ -195,10 +195,11 @@ export class RedisMessageBackend implements MessageBackend {
       nonce,
     ])) as (Buffer | number | null)[];
     const messages: DeliveredMessage[] = [];
+    const payloads = new PayloadReader();
     for (let i = 1; i < reply.length; i += 3) {
       const record = reply[i + 1] as Buffer;
       messages.push({
-        ...storedMessage(reply[i] as number, record, reply[i + 2] as Buffer),
+        ...storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
         lockToken: recordStrings(record)[0] as string,
         lockedUntil: record.readDoubleLE(LOCKED_UNTIL),
       });
@@ -255,8 +256,12 @@ export class RedisMessageBackend implements MessageBackend {
       String(query.limit),
     ])) as (Buffer | number)[];
     const messages: StoredMessage[] = [];
+    const payloads = new PayloadReader();
     for (let i = 0; i < reply.length; i += 3) {
-      messages.push(storedMessage(reply[i] as number, reply[i + 1] as Buffer, reply[i + 2] as Buffer));
+      const record = reply[i + 1] as Buffer;
+      messages.push(
+        storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
+      );
     }
     return messages;
   }
@@ -284,11 +289,12 @@ export class RedisMessageBackend implements MessageBackend {
       String(query.limit),
     ])) as (Buffer | number)[];
     const letters: DeadLetter[] = [];
+    const payloads = new PayloadReader();
     for (let i = 0; i < reply.length; i += 3) {
       const record = reply[i + 1] as Buffer;
       const [, , reason, description] = recordStrings(record);
       letters.push({
-        ...storedMessage(reply[i] as number, record, reply[i + 2] as Buffer),
+        ...storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
         deadLetterReason: reason as string,
         deadLetterDescription: record[HAS_DESCRIPTION] === 1 ? description : undefined,
         deadLetteredAt: record.readDoubleLE(DEAD_LETTERED_AT),
@@ -646,6 +652,36 @@ const LOCKED_UNTIL = 20;
 const EXPIRES_AT = 28;
 const ENQUEUED_AT = 36;
 const DEAD_LETTERED_AT = 44;
+
+/** The byte offset after the record's four strings: where a blob reference starts, if it has one. */
+function recordEnd(record: Buffer): number {
+  let offset = RECORD_STRINGS_OFFSET;
+  for (let i = 0; i < 4; i++) offset += 4 + record.readUInt32LE(offset);
+  return offset;
+}
+
+/**
+ * Reads the payload slots of a reply (payload_writer in scripts.ts), in reply order: a Buffer is a payload, or,
+ * for a message whose record holds a blob reference, a chunk of blob bytes starting with its payload; 0 is a
+ * payload further on in the last chunk. The reference (BLOB_REF_FORMAT) says where: offset and length in the blob.
+ */
+class PayloadReader {
+  #chunk: Buffer = Buffer.alloc(0);
+  /** The blob offset of the chunk's first byte. */
+  #start = 0;
+
+  read(record: Buffer, slot: Buffer | number): Buffer {
+    const end = recordEnd(record);
+    if (end >= record.length) return slot as Buffer;
+    const offset = record.readUInt32LE(end);
+    const length = record.readUInt32LE(end + 4);
+    if (typeof slot !== 'number') {
+      this.#chunk = slot;
+      this.#start = offset;
+    }
+    return this.#chunk.subarray(offset - this.#start, offset - this.#start + length);
+  }
+}
 
 /** The record's strings: lock token, session id, dead-letter reason and description. */
 function recordStrings(record: Buffer): string[] {

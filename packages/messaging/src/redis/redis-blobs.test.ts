@@ -101,6 +101,30 @@ describe('redis message backend: payloads in blobs', { skip: suite.skip }, () =>
     await backend.close();
   });
 
+  it('cuts messages out of blob chunks right when they are not back to back (gaps, priorities)', async () => {
+    const { backend } = await setup();
+    const sent = batch('m', 30).map((m, i) => ({ ...m, priority: i % 3 === 0 ? 5 : 0 }));
+    await backend.send('q', sent, T0);
+    // Highest priority first: every third message, then the rest, each run in blob order.
+    const first = await backend.receive('q', { max: 10, lockMs: LOCK, now: T0 });
+    for (const m of first.messages) assertSame(m, sent[m.sequence - 1] as OutgoingMessage);
+    assert.deepEqual(
+      first.messages.map((m) => m.sequence),
+      [1, 4, 7, 10, 13, 16, 19, 22, 25, 28],
+    );
+    // Complete every other one of the rest, then look at what is left: gaps between the messages read.
+    const rest = await receiveAll(backend);
+    await backend.complete(
+      'q',
+      rest.filter((_, i) => i % 2 === 0).map((m) => m.lockToken),
+      T0,
+    );
+    const peeked = await backend.peek('q', { limit: 100 });
+    assert.equal(peeked.length, 20);
+    for (const m of peeked) assertSame(m, sent[m.sequence - 1] as OutgoingMessage);
+    await backend.close();
+  });
+
   it('frees the blob when its last message completes, not before', async () => {
     const { backend, blobKeys, counts, fields } = await setup();
     await backend.send('q', batch('m', 40), T0);

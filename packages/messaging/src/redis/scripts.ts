@@ -68,8 +68,9 @@ local CHUNK = 1000
 -- Bounds the work one receive does on due, expired or dead messages; the rest waits for the next call.
 local SWEEP_LIMIT = 10000
 local BLOB_REF = '${BLOB_REF_FORMAT}'
--- Where a blob reference sits in a decoded record: offset, length, blob name (nil without one).
-local REF_OFFSET, REF_LENGTH, REF_BLOB = 15, 16, 17
+-- A decoded record keeps its blob reference, packed as stored, after its fields (nil without one): re-encoding
+-- a record appends it as is, and only the few places that need the blob unpack it.
+local REF = 15
 
 local function fmt(n) return string.format('%.17g', n) end
 local function pad(n) return string.format('%016d', n) end
@@ -96,36 +97,50 @@ end
 
 local function decode(raw)
   local r = {struct.unpack(RECORD, raw)}
-  -- struct.unpack ends with the position after what it read: the blob reference, if the record has one.
-  local after = r[REF_OFFSET]
-  if after <= #raw then
-    r[REF_OFFSET], r[REF_LENGTH], r[REF_BLOB] = struct.unpack(BLOB_REF, raw, after)
-  else
-    r[REF_OFFSET] = nil
-  end
+  -- struct.unpack ends with the position after what it read (slot REF, so the table never grows): the blob
+  -- reference starts there, if the record has one.
+  local after = r[REF]
+  r[REF] = after <= #raw and string.sub(raw, after) or nil
   return r
 end
 
-local RECORD_WITH_REF = RECORD .. string.sub(BLOB_REF, 2)
-
 local function encode(r)
-  if r[REF_BLOB] then
-    return struct.pack(RECORD_WITH_REF, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], #r[11], r[11],
-      #r[12], r[12], #r[13], r[13], #r[14], r[14], r[15], r[16], #r[17], r[17])
-  end
-  return struct.pack(RECORD, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], #r[11], r[11], #r[12],
-    r[12], #r[13], r[13], #r[14], r[14])
+  local raw = struct.pack(RECORD, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], #r[11], r[11],
+    #r[12], r[12], #r[13], r[13], #r[14], r[14])
+  if r[REF] then return raw .. r[REF] end
+  return raw
 end
 
 local function blob_key(q, name) return q.base .. 'b' .. name end
 
--- The payload of a message that has no payload field, from its decoded record: its bytes in its blob. GETRANGE
--- copies only those bytes into Lua, never the whole blob.
-local function blob_payload(q, r)
-  if not r[REF_BLOB] then return nil end
-  local length = r[REF_LENGTH]
-  if length == 0 then return '' end
-  return redis.call('GETRANGE', blob_key(q, r[REF_BLOB]), r[REF_OFFSET], r[REF_OFFSET] + length - 1)
+-- Appends the payload slots of messages to a reply. A message with a payload field gets that payload. Those in
+-- blobs go out in chunks: consecutive messages whose bytes lie back to back in one blob share one GETRANGE (only
+-- their bytes, never the whole blob), the chunk in the first one's slot and 0 in the others'; the client cuts
+-- them apart with the offsets and lengths in their records. Returns add(field, decoded record) and close(),
+-- which must run before the reply is returned.
+local function payload_writer(q, reply)
+  local chunk
+  local function close()
+    if not chunk then return end
+    reply[chunk.slot] = chunk.to > chunk.from
+      and redis.call('GETRANGE', blob_key(q, chunk.blob), chunk.from, chunk.to - 1) or ''
+    chunk = nil
+  end
+  local function add(field, r)
+    if field or not r[REF] then
+      reply[#reply + 1] = field
+      return
+    end
+    local offset, length, blob = struct.unpack(BLOB_REF, r[REF])
+    reply[#reply + 1] = 0
+    if chunk and chunk.blob == blob and chunk.to == offset then
+      chunk.to = offset + length
+    else
+      close()
+      chunk = {slot = #reply, blob = blob, from = offset, to = offset + length}
+    end
+  end
+  return add, close
 end
 
 local function open_queue(base)
@@ -173,11 +188,11 @@ end
 -- A message leaves for good (completed, or a dead letter purged): its record and payload go, and its blob, if it
 -- has one, loses a reference (settled by free_blobs()).
 local function drop(q, seq, r)
-  local blob = r[REF_BLOB]
-  if not blob then
+  if not r[REF] then
     put(q, 'HDEL', 'r', seq, payload_field(seq))
     return
   end
+  local _, _, blob = struct.unpack(BLOB_REF, r[REF])
   put(q, 'HDEL', 'r', seq)
   q.dropped = q.dropped or {}
   q.dropped[blob] = (q.dropped[blob] or 0) + 1
@@ -357,13 +372,13 @@ local function store_accepted(q, messages, accepted, result, now, blobs)
     local session = q.sessions and m[5]
     local r = {
       AVAILABLE, m[4], session and 1 or 0, 0, now, 0, 0, m[3] or default_expiry, now, 0, '', session or '', '', '',
-      false, false, false,
+      false,
     }
     local blob = blobs and blobs.owner[i]
     if not blob then
       put(q, 'HSET', 'r', payload_field(seq), m[6])
     elseif blob.keep then
-      r[REF_OFFSET], r[REF_LENGTH], r[REF_BLOB] = blobs.at[i], m[6], blob.name
+      r[REF] = struct.pack(BLOB_REF, blobs.at[i], m[6], #blob.name, blob.name)
     else
       local at = blobs.at[i]
       put(q, 'HSET', 'r', payload_field(seq), redis.call('GETRANGE', blob_key(q, blob.name), at, at + m[6] - 1))
@@ -425,7 +440,8 @@ local function locked_by(q, token)
   return seq, r
 end
 
--- The sequence, record and payload of each message: what peek and the dead-letter listing return.
+-- The sequence, record and payload slot (payload_writer) of each message: what peek and the dead-letter listing
+-- return.
 local function listing(q, seqs)
   if #seqs == 0 then return {} end
   local fields = {}
@@ -435,12 +451,14 @@ local function listing(q, seqs)
   end
   local values = fetch_all('HMGET', q.base .. 'r', fields)
   local reply = {}
+  local add_payload, close_payloads = payload_writer(q, reply)
   for i = 1, #seqs do
     local record, payload = values[2 * i - 1], values[2 * i]
     reply[#reply + 1] = tonumber(seqs[i])
     reply[#reply + 1] = record
-    reply[#reply + 1] = payload or blob_payload(q, decode(record))
+    add_payload(payload, not payload and decode(record))
   end
+  close_payloads()
   return reply
 end
 `;
@@ -572,7 +590,7 @@ return result
 
 const RECEIVE = `
 -- KEYS: queue meta. ARGV: now, max, lockMs, token nonce.
--- Returns {nextDueAt or false, then sequence, record and payload per message}.
+-- Returns {nextDueAt or false, then sequence, record and payload slot (payload_writer) per message}.
 local q = open_or_fail()
 local now, max, lock_ms, nonce = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local budget = SWEEP_LIMIT
@@ -606,6 +624,7 @@ flush(q)
 local locked_until = now + lock_ms
 local locked_text = fmt(locked_until)
 local reply = {false}
+local add_payload, close_payloads = payload_writer(q, reply)
 local taken = 0
 while taken < max and budget > 0 do
   local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - taken - 1)
@@ -635,7 +654,7 @@ while taken < max and budget > 0 do
     put(q, 'ZADD', 'k', locked_text, seq)
     reply[#reply + 1] = tonumber(seq)
     reply[#reply + 1] = save(q, seq, r)
-    reply[#reply + 1] = values[2 * i] or blob_payload(q, r)
+    add_payload(values[2 * i], r)
   end
   -- Before flush(): until then the first ranks are still exactly the picked messages.
   redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, used - 1)
@@ -643,6 +662,7 @@ while taken < max and budget > 0 do
   if not killed then break end
 end
 
+close_payloads()
 if taken == 0 then
   if redis.call('ZCARD', q.base .. 'a') > 0 then
     reply[1] = fmt(now)
@@ -735,7 +755,7 @@ return 1
 `;
 
 const PEEK = `
--- KEYS: queue meta. ARGV: afterSequence, limit. Returns sequence, record and payload per message.
+-- KEYS: queue meta. ARGV: afterSequence, limit. Returns sequence, record and payload slot per message.
 local q = open_or_fail()
 return listing(q, redis.call('ZRANGEBYSCORE', q.base .. 'l', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2])))
 `;
@@ -755,7 +775,7 @@ return {
 `;
 
 const LIST_DEAD_LETTERS = `
--- KEYS: queue meta. ARGV: afterSequence, limit. Returns sequence, record and payload per dead letter.
+-- KEYS: queue meta. ARGV: afterSequence, limit. Returns sequence, record and payload slot per dead letter.
 local q = open_or_fail()
 return listing(q, redis.call('ZRANGEBYSCORE', q.base .. 'x', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2])))
 `;
