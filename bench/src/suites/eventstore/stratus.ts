@@ -59,19 +59,17 @@ const fail =
     throw error;
   };
 
-/** The lag case's view: one row per event, written in the runner's transaction. */
+/** The lag case's view: one row per event, each batch written in one statement of the runner's transaction. */
 interface LagView<Tx> {
   setup(tx: Tx): void | Promise<void>;
-  insert(tx: Tx, event: RecordedEvent): void | Promise<void>;
+  insert(tx: Tx, events: readonly RecordedEvent[]): void | Promise<void>;
 }
 
 const sqliteView: LagView<SqliteDatabase> = {
   setup: (db) => db.exec('CREATE TABLE bench_lag_view (position INTEGER PRIMARY KEY, stream TEXT NOT NULL)'),
-  insert: (db, event) => {
-    db.prepare('INSERT INTO bench_lag_view (position, stream) VALUES (?, ?)').run(
-      event.globalPosition,
-      event.streamName,
-    );
+  insert: (db, events) => {
+    const insert = db.prepare('INSERT INTO bench_lag_view (position, stream) VALUES (?, ?)');
+    for (const event of events) insert.run(event.globalPosition, event.streamName);
   },
 };
 
@@ -79,11 +77,11 @@ const postgresView: LagView<PoolClient> = {
   setup: async (client) => {
     await client.query('CREATE TABLE bench_lag_view (position bigint PRIMARY KEY, stream text NOT NULL)');
   },
-  insert: async (client, event) => {
+  insert: async (client, events) => {
     await client.query({
       name: 'bench_lag_insert',
-      text: 'INSERT INTO bench_lag_view (position, stream) VALUES ($1, $2)',
-      values: [event.globalPosition, event.streamName],
+      text: 'INSERT INTO bench_lag_view (position, stream) SELECT * FROM unnest($1::bigint[], $2::text[])',
+      values: [events.map((event) => event.globalPosition), events.map((event) => event.streamName)],
     });
   },
 };
@@ -103,9 +101,9 @@ async function project<Tx>(
       name: 'bench_lag',
       version: 1,
       setup: (tx) => view.setup(tx),
-      apply: (tx, event) => {
-        applied.push(event.globalPosition);
-        return view.insert(tx, event);
+      applyBatch: (tx, events) => {
+        for (const event of events) applied.push(event.globalPosition);
+        return view.insert(tx, events);
       },
     },
     { batchSize: FOLLOW_BATCH },

@@ -185,6 +185,38 @@ describe('ProjectionRunner on SQLite', () => {
     await running;
   });
 
+  it('hands applyBatch the relevant events of each batch together, never an empty list', async () => {
+    const { database, store, target } = open();
+    await placeOrders(store, 1, 4); // 10 events: 4 placed, 2 confirmed, 4 audit notes (passed over)
+    const batches: number[][] = [];
+    const runner = new ProjectionRunner(
+      store,
+      target,
+      {
+        ...ordersView,
+        name: 'orders-batched',
+        apply: undefined,
+        applyBatch(db, events, version) {
+          batches.push(events.map((event) => event.globalPosition));
+          for (const event of events) ordersView.apply?.(db, event, version);
+        },
+      },
+      { batchSize: 3, pollIntervalMs: 50 },
+    );
+    const running = runner.start();
+    await runner.caughtUp;
+    await runner.stop();
+    await running;
+    // Positions: order-1 placed 1, audit 2; order-2 placed 3, confirmed 4, audit 5; order-3 6, 7; order-4 8, 9, 10.
+    // Read three at a time: [1 2 3] [4 5 6] [7 8 9] [10]; the last holds no order event, so no call.
+    assert.deepEqual(batches, [
+      [1, 3],
+      [4, 6],
+      [8, 9],
+    ]);
+    assert.equal(rows(database, 1).length, 4);
+  });
+
   it('refuses an asynchronous apply on SQLite and bad options', async () => {
     const { store, target } = open();
     await store.appendToStream('order-1', [{ type: 'OrderPlaced', data: { seats: 1 } }]);
@@ -195,6 +227,14 @@ describe('ProjectionRunner on SQLite', () => {
     });
     await assert.rejects(runner.start(), /synchronously/);
     assert.throws(() => new ProjectionRunner(store, target, { ...ordersView, version: 0 }), /version/);
+    assert.throws(
+      () => new ProjectionRunner(store, target, { ...ordersView, applyBatch: () => {} }),
+      /either apply or applyBatch/,
+    );
+    assert.throws(
+      () => new ProjectionRunner(store, target, { ...ordersView, apply: undefined }),
+      /either apply or applyBatch/,
+    );
     assert.throws(() => new ProjectionRunner(store, target, ordersView, { batchSize: 0 }), /batchSize/);
     assert.throws(() => new SqliteProjectionTarget({ database: {} as never }), /database/);
   });
