@@ -111,38 +111,6 @@ local function encode(r)
   return raw
 end
 
-local function blob_key(q, name) return q.base .. 'b' .. name end
-
--- Appends the payload slots of messages to a reply. A message with a payload field gets that payload. Those in
--- blobs go out in chunks: consecutive messages whose bytes lie back to back in one blob share one GETRANGE (only
--- their bytes, never the whole blob), the chunk in the first one's slot and 0 in the others'; the client cuts
--- them apart with the offsets and lengths in their records. Returns add(field, decoded record) and close(),
--- which must run before the reply is returned.
-local function payload_writer(q, reply)
-  local chunk
-  local function close()
-    if not chunk then return end
-    reply[chunk.slot] = chunk.to > chunk.from
-      and redis.call('GETRANGE', blob_key(q, chunk.blob), chunk.from, chunk.to - 1) or ''
-    chunk = nil
-  end
-  local function add(field, r)
-    if field or not r[REF] then
-      reply[#reply + 1] = field
-      return
-    end
-    local offset, length, blob = struct.unpack(BLOB_REF, r[REF])
-    reply[#reply + 1] = 0
-    if chunk and chunk.blob == blob and chunk.to == offset then
-      chunk.to = offset + length
-    else
-      close()
-      chunk = {slot = #reply, blob = blob, from = offset, to = offset + length}
-    end
-  end
-  return add, close
-end
-
 local function open_queue(base)
   local m = redis.call('HMGET', base .. 'm', 'step', 'maxd', 'dupw', 'ttl', 'sess')
   if not m[1] then return nil end
@@ -185,35 +153,19 @@ local function flush(q)
   q.order = {}
 end
 
--- A message leaves for good (completed, or a dead letter purged): its record and payload go, and its blob, if it
--- has one, loses a reference (settled by free_blobs()).
-local function drop(q, seq, r)
-  if not r[REF] then
-    put(q, 'HDEL', 'r', seq, payload_field(seq))
-    return
-  end
-  local _, _, blob = struct.unpack(BLOB_REF, r[REF])
-  put(q, 'HDEL', 'r', seq)
-  q.dropped = q.dropped or {}
-  q.dropped[blob] = (q.dropped[blob] or 0) + 1
-end
-
--- Deletes the blobs whose last message has gone.
-local function free_blobs(q)
-  if not q.dropped then return end
-  local counts = q.base .. 'g'
-  for blob, n in pairs(q.dropped) do
-    if redis.call('HINCRBY', counts, blob, -n) <= 0 then
-      redis.call('HDEL', counts, blob)
-      redis.call('UNLINK', blob_key(q, blob))
-    end
-  end
-  q.dropped = nil
-end
-
 local function finish(q)
   flush(q)
-  free_blobs(q)
+  -- Blobs whose last message has gone (see drop) are deleted.
+  if q.dropped then
+    local counts = q.base .. 'g'
+    for blob, n in pairs(q.dropped) do
+      if redis.call('HINCRBY', counts, blob, -n) <= 0 then
+        redis.call('HDEL', counts, blob)
+        redis.call('UNLINK', q.base .. 'b' .. blob)
+      end
+    end
+    q.dropped = nil
+  end
   if q.wake then redis.call('PUBLISH', q.base .. 'n', '') end
 end
 
@@ -309,87 +261,8 @@ local function read_messages(from)
   return list
 end
 
--- Blobs (see the key list) of a send: ARGV from \`from\` on, name and message count per blob, in message order;
--- each message's m[6] is its payload's length. Returns the blobs and, per message, its blob and offset there.
--- Fails, before anything is written, when a blob is not there as the client wrote it.
-local function read_blobs(q, messages, from)
-  local blobs, owner, at = {}, {}, {}
-  local i = 1
-  for a = from, #ARGV, 2 do
-    local blob = {name = ARGV[a], size = 0, kept = 0, kept_bytes = 0}
-    for _ = 1, tonumber(ARGV[a + 1]) do
-      owner[i], at[i] = blob, blob.size
-      blob.size = blob.size + messages[i][6]
-      i = i + 1
-    end
-    if redis.call('STRLEN', blob_key(q, blob.name)) ~= blob.size then
-      error('STRATUS_BLOB_MISSING ' .. blob.name)
-    end
-    blobs[#blobs + 1] = blob
-  end
-  if i ~= #messages + 1 then error('STRATUS_BLOB_MISSING: the blobs do not hold every message') end
-  return {list = blobs, owner = owner, at = at}
-end
-
--- Decides, once duplicates are known, what becomes of each blob: kept (claimed, with a reference count) when its
--- accepted messages fill at least half of it, so duplicates' bytes never cost more than the payloads kept; else
--- the accepted payloads (few, if any) get fields of their own and the blob is deleted at the end of store().
--- A blob may be claimed already: after a dropped connection ioredis sends unanswered commands again, so the
--- same SET NX and script can run twice. The count then grows, and a blob claimed before is never deleted here.
-local function settle_blobs(q, blobs, messages, accepted)
-  for k = 1, #accepted do
-    local i = accepted[k]
-    local blob = blobs.owner[i]
-    blob.kept = blob.kept + 1
-    blob.kept_bytes = blob.kept_bytes + messages[i][6]
-  end
-  for _, blob in ipairs(blobs.list) do
-    blob.keep = blob.kept > 0 and 2 * blob.kept_bytes >= blob.size
-    if blob.keep then
-      redis.call('PERSIST', blob_key(q, blob.name))
-      redis.call('HINCRBY', q.base .. 'g', blob.name, blob.kept)
-    elseif redis.call('HEXISTS', q.base .. 'g', blob.name) == 0 then
-      blob.unclaimed = true
-    end
-  end
-end
-
--- The accepted messages of store() get their sequences, records and payloads.
-local function store_accepted(q, messages, accepted, result, now, blobs)
-  local last = redis.call('HINCRBY', q.base .. 'm', 'seq', #accepted)
-  local first = last - #accepted
-  -- Forgetting ids is housekeeping: done about once per 64 messages stored.
-  if q.dupw > 0 and math.floor(last / 64) ~= math.floor(first / 64) then
-    redis.call('ZREMRANGEBYSCORE', q.base .. 'd', '-inf', fmt(now))
-  end
-  local default_expiry = q.ttl and now + q.ttl or math.huge
-  for k = 1, #accepted do
-    local i = accepted[k]
-    local m = messages[i]
-    local n = first + k
-    local seq = pad(n)
-    result[i] = n
-    local session = q.sessions and m[5]
-    local r = {
-      AVAILABLE, m[4], session and 1 or 0, 0, now, 0, 0, m[3] or default_expiry, now, 0, '', session or '', '', '',
-      false,
-    }
-    local blob = blobs and blobs.owner[i]
-    if not blob then
-      put(q, 'HSET', 'r', payload_field(seq), m[6])
-    elseif blob.keep then
-      r[REF] = struct.pack(BLOB_REF, blobs.at[i], m[6], #blob.name, blob.name)
-    else
-      local at = blobs.at[i]
-      put(q, 'HSET', 'r', payload_field(seq), redis.call('GETRANGE', blob_key(q, blob.name), at, at + m[6] - 1))
-    end
-    put(q, 'ZADD', 'l', seq, seq)
-    enter(q, seq, r, m[2] or now, now)
-  end
-end
-
 -- Stores messages in order, applying the duplicate window, default TTL and session gating. Payloads are each
--- message's m[6], or in blobs (read_blobs). Returns each message's sequence, 0 for a duplicate.
+-- message's m[6], or in blobs (see SEND). Returns each message's sequence, 0 for a duplicate.
 local function store(q, messages, now, blobs)
   local result = {}
   local accepted = {}
@@ -422,11 +295,64 @@ local function store(q, messages, now, blobs)
   else
     for i = 1, #messages do accepted[i] = i end
   end
-  if blobs then settle_blobs(q, blobs, messages, accepted) end
-  if #accepted > 0 then store_accepted(q, messages, accepted, result, now, blobs) end
+  if blobs then
+    -- What becomes of each blob, now that duplicates are known: kept (claimed, with a reference count) when its
+    -- accepted messages fill at least half of it, so duplicates' bytes never cost more than the payloads kept;
+    -- else the accepted payloads (few, if any) get fields of their own and the blob is deleted below. A blob may
+    -- be claimed already: after a dropped connection ioredis sends unanswered commands again, so the same SET NX
+    -- and script can run twice. Its count then grows, and a blob claimed before is never deleted here.
+    for k = 1, #accepted do
+      local i = accepted[k]
+      local blob = blobs.owner[i]
+      blob.kept = blob.kept + 1
+      blob.kept_bytes = blob.kept_bytes + messages[i][6]
+    end
+    for _, blob in ipairs(blobs.list) do
+      blob.key = q.base .. 'b' .. blob.name
+      blob.keep = blob.kept > 0 and 2 * blob.kept_bytes >= blob.size
+      if blob.keep then
+        redis.call('PERSIST', blob.key)
+        redis.call('HINCRBY', q.base .. 'g', blob.name, blob.kept)
+      elseif redis.call('HEXISTS', q.base .. 'g', blob.name) == 0 then
+        blob.unclaimed = true
+      end
+    end
+  end
+  if #accepted > 0 then
+    local last = redis.call('HINCRBY', q.base .. 'm', 'seq', #accepted)
+    local first = last - #accepted
+    -- Forgetting ids is housekeeping: done about once per 64 messages stored.
+    if q.dupw > 0 and math.floor(last / 64) ~= math.floor(first / 64) then
+      redis.call('ZREMRANGEBYSCORE', seen_key, '-inf', fmt(now))
+    end
+    local default_expiry = q.ttl and now + q.ttl or math.huge
+    for k = 1, #accepted do
+      local i = accepted[k]
+      local m = messages[i]
+      local n = first + k
+      local seq = pad(n)
+      result[i] = n
+      local session = q.sessions and m[5]
+      local r = {
+        AVAILABLE, m[4], session and 1 or 0, 0, now, 0, 0, m[3] or default_expiry, now, 0, '', session or '', '', '',
+        false,
+      }
+      local blob = blobs and blobs.owner[i]
+      if not blob then
+        put(q, 'HSET', 'r', payload_field(seq), m[6])
+      elseif blob.keep then
+        r[REF] = struct.pack(BLOB_REF, blobs.at[i], m[6], #blob.name, blob.name)
+      else
+        local at = blobs.at[i]
+        put(q, 'HSET', 'r', payload_field(seq), redis.call('GETRANGE', blob.key, at, at + m[6] - 1))
+      end
+      put(q, 'ZADD', 'l', seq, seq)
+      enter(q, seq, r, m[2] or now, now)
+    end
+  end
   if blobs then
     for _, blob in ipairs(blobs.list) do
-      if blob.unclaimed then redis.call('UNLINK', blob_key(q, blob.name)) end
+      if blob.unclaimed then redis.call('UNLINK', blob.key) end
     end
   end
   return result
@@ -438,6 +364,40 @@ local function locked_by(q, token)
   local r = load(q, seq)
   if not r or r[STATE] ~= LOCKED or r[TOKEN] ~= token then return nil end
   return seq, r
+end
+
+`;
+
+/** Reading payloads, from fields or blobs: receive, peek and the dead-letter listing. */
+const BLOB_READ = String.raw`
+-- Appends the payload slots of messages to a reply. A message with a payload field gets that payload. Those in
+-- blobs go out in chunks: consecutive messages whose bytes lie back to back in one blob share one GETRANGE (only
+-- their bytes, never the whole blob), the chunk in the first one's slot and 0 in the others'; the client cuts
+-- them apart with the offsets and lengths in their records. Returns add(field, decoded record) and close(),
+-- which must run before the reply is returned.
+local function payload_writer(q, reply)
+  local chunk
+  local function close()
+    if not chunk then return end
+    reply[chunk.slot] = chunk.to > chunk.from
+      and redis.call('GETRANGE', q.base .. 'b' .. chunk.blob, chunk.from, chunk.to - 1) or ''
+    chunk = nil
+  end
+  local function add(field, r)
+    if field or not r[REF] then
+      reply[#reply + 1] = field
+      return
+    end
+    local offset, length, blob = struct.unpack(BLOB_REF, r[REF])
+    reply[#reply + 1] = 0
+    if chunk and chunk.blob == blob and chunk.to == offset then
+      chunk.to = offset + length
+    else
+      close()
+      chunk = {slot = #reply, blob = blob, from = offset, to = offset + length}
+    end
+  end
+  return add, close
 end
 
 -- The sequence, record and payload slot (payload_writer) of each message: what peek and the dead-letter listing
@@ -460,6 +420,22 @@ local function listing(q, seqs)
   end
   close_payloads()
   return reply
+end
+`;
+
+/** Removing messages for good: complete and dead-letter purges. */
+const BLOB_DROP = String.raw`
+-- A message leaves for good (completed, or a dead letter purged): its record and payload go, and its blob, if it
+-- has one, loses a reference (settled by finish()).
+local function drop(q, seq, r)
+  if not r[REF] then
+    put(q, 'HDEL', 'r', seq, payload_field(seq))
+    return
+  end
+  local _, _, blob = struct.unpack(BLOB_REF, r[REF])
+  put(q, 'HDEL', 'r', seq)
+  q.dropped = q.dropped or {}
+  q.dropped[blob] = (q.dropped[blob] or 0) + 1
 end
 `;
 
@@ -573,14 +549,31 @@ return 1
 
 const SEND = `
 -- KEYS: queue meta. ARGV: now, 'payloads' then messages (see read_messages), or 'blobs', the routing JSON of
--- read_messages with each payload's length as a sixth element, then the blobs (see read_blobs), which the client
--- has just written with SET NX PX. Returns sequences, 0 for duplicates.
+-- read_messages with each payload's length as a sixth element, then the blobs, which the client has just written
+-- with SET NX PX. Returns sequences, 0 for duplicates.
 local q = open_or_fail()
 local now = tonumber(ARGV[1])
 local result
 if ARGV[2] == 'blobs' then
+  -- The blobs of the send, from ARGV[4] on: name and message count per blob, in message order; each message's m[6]
+  -- is its payload's length. Fails, before anything is written, when a blob is not there as the client wrote it.
   local messages = cjson.decode(ARGV[3])
-  result = store(q, messages, now, read_blobs(q, messages, 4))
+  local blobs = {list = {}, owner = {}, at = {}}
+  local i = 1
+  for a = 4, #ARGV, 2 do
+    local blob = {name = ARGV[a], size = 0, kept = 0, kept_bytes = 0}
+    for _ = 1, tonumber(ARGV[a + 1]) do
+      blobs.owner[i], blobs.at[i] = blob, blob.size
+      blob.size = blob.size + messages[i][6]
+      i = i + 1
+    end
+    if redis.call('STRLEN', q.base .. 'b' .. blob.name) ~= blob.size then
+      error('STRATUS_BLOB_MISSING ' .. blob.name)
+    end
+    blobs.list[#blobs.list + 1] = blob
+  end
+  if i ~= #messages + 1 then error('STRATUS_BLOB_MISSING: the blobs do not hold every message') end
+  result = store(q, messages, now, blobs)
 else
   result = store(q, read_messages(3), now)
 end
@@ -952,16 +945,16 @@ export const SCRIPTS = {
   putQueue: PUT_QUEUE,
   deleteQueue: DELETE_QUEUE,
   send: CORE + SEND,
-  receive: CORE + RECEIVE,
+  receive: CORE + BLOB_READ + RECEIVE,
   renew: CORE + RENEW,
-  complete: CORE + COMPLETE,
+  complete: CORE + BLOB_DROP + COMPLETE,
   abandon: CORE + ABANDON,
   deadLetter: CORE + DEAD_LETTER,
-  peek: CORE + PEEK,
+  peek: CORE + BLOB_READ + PEEK,
   stats: CORE + STATS,
-  listDeadLetters: CORE + LIST_DEAD_LETTERS,
+  listDeadLetters: CORE + BLOB_READ + LIST_DEAD_LETTERS,
   resendDeadLetters: CORE + RESEND_DEAD_LETTERS,
-  purgeDeadLetters: CORE + PURGE_DEAD_LETTERS,
+  purgeDeadLetters: CORE + BLOB_DROP + PURGE_DEAD_LETTERS,
   getSessionState: CORE + GET_SESSION_STATE,
   setSessionState: CORE + SET_SESSION_STATE,
   deleteTopic: CORE + ROUTING + DELETE_TOPIC,
