@@ -333,6 +333,7 @@ function runFamilyCase(
 function withTargets(definition: CoordinationCase, results: readonly CaseResult[]): CaseResult[] {
   return results.map((result) => {
     const notes = result.note === undefined ? [] : [result.note];
+    if (definition.family === 'failover') notes.push(`${result.samples} kills`);
     const target = definition.targets?.[result.impl];
     if (target !== undefined) {
       const peer = results.find((r) => r.impl === target.versus);
