@@ -369,7 +369,7 @@ end
 `;
 
 /** Reading payloads, from fields or blobs: receive, peek and the dead-letter listing. */
-const BLOB_READ = String.raw`
+const BLOB_READ = `
 -- Appends the payload slots of messages to a reply. A message with a payload field gets that payload. Those in
 -- blobs go out in chunks: consecutive messages whose bytes lie back to back in one blob share one GETRANGE (only
 -- their bytes, never the whole blob), the chunk in the first one's slot and 0 in the others'; the client cuts
@@ -424,7 +424,7 @@ end
 `;
 
 /** Removing messages for good: complete and dead-letter purges. */
-const BLOB_DROP = String.raw`
+const BLOB_DROP = `
 -- A message leaves for good (completed, or a dead letter purged): its record and payload go, and its blob, if it
 -- has one, loses a reference (settled by finish()).
 local function drop(q, seq, r)
