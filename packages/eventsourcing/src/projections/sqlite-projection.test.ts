@@ -56,8 +56,12 @@ function open(clock?: VirtualClock) {
   return { database, store, target };
 }
 
+/** Plain objects: node:sqlite returns rows without a prototype. */
 const rows = (db: SqliteDatabase, version: number) =>
-  db.prepare(`SELECT id, status, seats FROM orders_v${version} ORDER BY id`).all();
+  db
+    .prepare(`SELECT id, status, seats FROM orders_v${version} ORDER BY id`)
+    .all()
+    .map((row) => ({ ...row }));
 
 async function placeOrders(store: EventStore, from: number, to: number) {
   for (let i = from; i <= to; i++) {
