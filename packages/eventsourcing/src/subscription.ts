@@ -130,11 +130,14 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     });
     let attempt = 0;
     let previousDelay = 0;
+    // The checkpoint write of a batch overlaps the read of the next one: at most one in flight, stored in order.
+    let saving: Promise<void> = Promise.resolve();
     try {
       while (!this.#stopped) {
         this.#appended = false;
         const batch = await this.#store.readAll<E>({ after: this.#position, maxCount: batchSize });
         if (batch.length === 0) {
+          await saving;
           this.#reachedEnd();
           this.#emit({ type: 'caught-up', position: this.#position });
           await this.#idle(this.#options.pollIntervalMs ?? 1000);
@@ -161,20 +164,24 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
           dirty = true;
         }
         if (dirty) {
-          await this.#checkpoint();
+          await saving;
+          saving = this.#checkpoint(this.#position);
+          // Observed here so a failure between two awaits is not reported as unhandled; the await rethrows it.
+          saving.catch(() => {});
           dirty = false;
         }
       }
+      await saving;
     } finally {
       stopWatching();
     }
   }
 
-  async #checkpoint(): Promise<void> {
+  async #checkpoint(position: number): Promise<void> {
     const { name } = this.#options;
     if (name === undefined) return;
-    await this.#store.backend.storeCheckpoint(name, this.#position);
-    this.#emit({ type: 'checkpointed', position: this.#position });
+    await this.#store.backend.storeCheckpoint(name, position);
+    this.#emit({ type: 'checkpointed', position });
   }
 
   /** Waits for `ms`, or for an append when `wakeOnAppend`, or for stop(). */
