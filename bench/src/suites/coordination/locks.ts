@@ -147,7 +147,8 @@ export function redisSemaphoreLock(client: Redis): LockImplementation {
         `${RETRY_MS} }) per caller; acquire() then release() (refresh every 0.8 × lockTimeout while held)`,
     },
     caller(key) {
-      const lock = new Mutex(client, key, {
+      // redis-semaphore is typed against the root's ioredis 5; this client is ioredis 6, the same API.
+      const lock = new Mutex(client as never, key, {
         lockTimeout: LOCK_TTL_MS,
         acquireTimeout: WAIT_MS,
         retryInterval: RETRY_MS,
