@@ -5,4 +5,5 @@ export * from './deadline.js';
 export * from './errors.js';
 export * from './events.js';
 export * from './ids.js';
+export * from './postgres-ddl.js';
 export * from './validate.js';

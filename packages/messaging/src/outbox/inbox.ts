@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '@stratus/core';
+import { type Clock, createExclusively, systemClock } from '@stratus/core';
 import type { Pool, PoolClient } from 'pg';
 import type { HandlerContext, MessageHandler } from '../consumer.js';
 import type { ReceivedMessage } from '../received-message.js';
@@ -88,26 +88,20 @@ export class PostgresInbox {
   }
 
   ensureSchema(): Promise<void> {
-    this.#ready ??= this.pool
-      .query(
-        `CREATE TABLE IF NOT EXISTS ${this.#table} (
-           consumer text NOT NULL,
-           message_id text NOT NULL,
-           processed_at bigint NOT NULL,
-           PRIMARY KEY (consumer, message_id)
-         );
-         CREATE INDEX IF NOT EXISTS ${this.#table.replace('.', '_')}_processed_at ON ${this.#table} (processed_at)`,
-      )
-      .then(
-        () => undefined,
-        async (error: unknown) => {
-          this.#ready = undefined;
-          // Two processes creating the table at once: one loses the race on the catalog; the table exists.
-          if ((error as { code?: string }).code === '23505' || (error as { code?: string }).code === '42P07')
-            return;
-          throw error;
-        },
-      );
+    this.#ready ??= createExclusively(
+      this.pool,
+      `stratus:${this.#table}`,
+      `CREATE TABLE IF NOT EXISTS ${this.#table} (
+         consumer text NOT NULL,
+         message_id text NOT NULL,
+         processed_at bigint NOT NULL,
+         PRIMARY KEY (consumer, message_id)
+       );
+       CREATE INDEX IF NOT EXISTS ${this.#table.replace('.', '_')}_processed_at ON ${this.#table} (processed_at)`,
+    ).catch((error: unknown) => {
+      this.#ready = undefined; // try again on the next call
+      throw error;
+    });
     return this.#ready;
   }
 

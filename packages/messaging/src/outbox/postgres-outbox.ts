@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '@stratus/core';
+import { type Clock, createExclusively, systemClock } from '@stratus/core';
 import type { Pool, PoolClient } from 'pg';
 import { type Codec, defaultCodec } from '../codec.js';
 import type { MessageToSend } from '../outgoing.js';
@@ -62,44 +62,36 @@ export class PostgresOutbox implements OutboxStore {
 
   /** Creates the tables (idempotent, safe when several processes start at once). */
   ensureSchema(): Promise<void> {
-    this.#ready ??= (async () => {
-      const client = await this.pool.connect();
-      try {
-        await client.query('BEGIN');
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`stratus:${this.#table}`]);
-        await client.query(`
-          CREATE TABLE IF NOT EXISTS ${this.#table} (
-            sequence bigserial PRIMARY KEY,
-            kind text NOT NULL,
-            destination text NOT NULL,
-            properties text NOT NULL,
-            body bytea NOT NULL,
-            created_at bigint NOT NULL
-          );
-          CREATE TABLE IF NOT EXISTS ${this.#table}_dead (
-            sequence bigint PRIMARY KEY,
-            kind text NOT NULL,
-            destination text NOT NULL,
-            properties text NOT NULL,
-            body bytea NOT NULL,
-            created_at bigint NOT NULL,
-            failed_at bigint NOT NULL,
-            error text NOT NULL
-          );
-          CREATE TABLE IF NOT EXISTS ${this.#table}_lease (
-            name text PRIMARY KEY,
-            owner text NOT NULL,
-            expires_at bigint NOT NULL
-          );`);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        this.#ready = undefined;
-        throw error;
-      } finally {
-        client.release();
-      }
-    })();
+    this.#ready ??= createExclusively(
+      this.pool,
+      `stratus:${this.#table}`,
+      `CREATE TABLE IF NOT EXISTS ${this.#table} (
+         sequence bigserial PRIMARY KEY,
+         kind text NOT NULL,
+         destination text NOT NULL,
+         properties text NOT NULL,
+         body bytea NOT NULL,
+         created_at bigint NOT NULL
+       );
+       CREATE TABLE IF NOT EXISTS ${this.#table}_dead (
+         sequence bigint PRIMARY KEY,
+         kind text NOT NULL,
+         destination text NOT NULL,
+         properties text NOT NULL,
+         body bytea NOT NULL,
+         created_at bigint NOT NULL,
+         failed_at bigint NOT NULL,
+         error text NOT NULL
+       );
+       CREATE TABLE IF NOT EXISTS ${this.#table}_lease (
+         name text PRIMARY KEY,
+         owner text NOT NULL,
+         expires_at bigint NOT NULL
+       );`,
+    ).catch((error: unknown) => {
+      this.#ready = undefined; // try again on the next call
+      throw error;
+    });
     return this.#ready;
   }
 

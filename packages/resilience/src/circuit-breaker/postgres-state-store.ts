@@ -1,4 +1,4 @@
-import { InvalidOptionsError } from '@stratus/core';
+import { createExclusively, InvalidOptionsError } from '@stratus/core';
 import type { Notification, Pool, PoolClient } from 'pg';
 import { KeyedListeners } from './keyed-listeners.js';
 import {
@@ -40,12 +40,6 @@ function quoteName(option: string, name: string): string {
     );
   }
   return parts.map((p) => `"${p}"`).join('.');
-}
-
-function isAlreadyExists(error: unknown): boolean {
-  // Two processes racing on CREATE TABLE IF NOT EXISTS: one of them sees a unique violation on the catalog.
-  const code = (error as { code?: unknown }).code;
-  return code === '23505' || code === '42P07';
 }
 
 /**
@@ -149,7 +143,7 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
     return this.#ready;
   }
 
-  async #createTables(): Promise<void> {
+  #createTables(): Promise<void> {
     const statements = [
       `CREATE TABLE IF NOT EXISTS ${this.#table} (
          key text PRIMARY KEY,
@@ -163,13 +157,7 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
          expires_at bigint NOT NULL,
          PRIMARY KEY (key, instance_id))`,
     ];
-    for (const sql of statements) {
-      try {
-        await this.#pool.query(sql);
-      } catch (error) {
-        if (!isAlreadyExists(error)) throw error;
-      }
-    }
+    return createExclusively(this.#pool, `stratus:${this.#table}`, statements.join(';\n'));
   }
 
   /** One pooled connection LISTENs for every subscribed key; it is re-established if it breaks. */

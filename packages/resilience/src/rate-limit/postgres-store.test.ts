@@ -36,6 +36,27 @@ describe('postgres store', { skip: suite.skip }, () => {
     assert.equal(rows.length, 1);
   });
 
+  test('stores on separate pools creating one table at once all succeed', async () => {
+    // Each pool stands for a process; without turns, the losers of the catalog race fail on a unique index.
+    const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: suite.url, max: 1 }));
+    try {
+      for (let round = 0; round < 5; round++) {
+        await Promise.all(
+          pools.map((p) => {
+            const store = postgresStore({ pool: p, tablePrefix: `race${round}`, purgeIntervalMs: 0 });
+            return tokenBucket({ store, name: 'r', capacity: 1, refillRate: 1 }).acquire('k', 0);
+          }),
+        );
+      }
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+    const { rows } = await pool.query(
+      "SELECT count(*)::int AS n FROM pg_tables WHERE tablename LIKE 'race%'",
+    );
+    assert.equal(rows[0].n, 5);
+  });
+
   test('purgeExpired deletes only the rows that are as good as new', async () => {
     const clock = new VirtualClock();
     const store = postgresStore({ pool, tablePrefix: 'purge', time: clock, purgeIntervalMs: 0 });

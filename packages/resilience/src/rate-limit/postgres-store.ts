@@ -3,6 +3,7 @@ import {
   assertDuration,
   assertObject,
   type Clock,
+  createExclusively,
   type EventEmitter,
   InvalidOptionsError,
   randomId,
@@ -135,17 +136,10 @@ export class PostgresStore implements RateLimitStore {
     this.#purgeTimer = undefined;
   }
 
-  async #createTable(table: string, program: PostgresProgram): Promise<void> {
+  #createTable(table: string, program: PostgresProgram): Promise<void> {
     const columns = program.columns.map(([name, type]) => `${name} ${type} NOT NULL`).join(', ');
     const ddl = `CREATE TABLE IF NOT EXISTS ${table} (key text PRIMARY KEY, ${columns}, ok boolean NOT NULL, expires_at float8 NOT NULL) WITH (fillfactor = 80)`;
-    try {
-      await this.pool.query(ddl);
-    } catch (error) {
-      // Two processes creating the table at once: the loser trips on the catalog's unique index once the
-      // winner commits, and the table is there.
-      const code = (error as { code?: string }).code;
-      if (code !== '23505' && code !== '42P07') throw error;
-    }
+    return createExclusively(this.pool, `stratus:${table}`, ddl);
   }
 
   /** The next background purge, counted from the end of the previous one so purges never overlap. */
