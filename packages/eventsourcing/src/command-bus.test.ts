@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
-import { waitUntil } from '@stratus/testkit';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
 import {
   CommandBus,
   type CommandEnvelope,
@@ -65,6 +65,37 @@ describe('CommandBus', () => {
     );
     const [dead] = await messaging.queue('commands').listDeadLetters();
     assert.equal(dead?.deadLetterReason, 'no-handler');
+    await consumer.close();
+  });
+
+  it('drops a command past its expiry: unhandled locally, never queued, expired on the queue', async () => {
+    const clock = new VirtualClock({ now: 1_000_000 });
+    const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock });
+    await messaging.createQueue('commands');
+    const ran: string[] = [];
+    const local = new CommandBus({ clock }).register('Reserve', (command) => void ran.push(command.id));
+    assert.equal(await local.send('Reserve', {}, { id: 'late', expiresAt: 1_000_000 }), 'expired');
+    assert.equal(await local.send('Reserve', {}, { id: 'on-time', expiresAt: 1_000_001 }), 'handled');
+    assert.deepEqual(ran, ['on-time']);
+    await assert.rejects(local.send('Reserve', {}, { expiresAt: Number.NaN }), /expiresAt/);
+
+    const web = new CommandBus({ messaging, clock });
+    assert.equal(await web.send('Reserve', {}, { id: 'stale', expiresAt: 1_000_000 }), 'expired');
+    assert.equal(await web.send('Reserve', {}, { id: 'queued', expiresAt: 1_060_000 }), 'queued');
+    assert.equal((await messaging.queue('commands').peek()).length, 1);
+    await clock.advance(60_000);
+    const worker = new CommandBus({ messaging, clock }).register(
+      'Reserve',
+      (command) => void ran.push(command.id),
+    );
+    const consumer = worker.consume('commands');
+    await waitUntil(
+      async () => (await messaging.queue('commands').listDeadLetters()).length === 1,
+      'dead-lettered',
+    );
+    const [dead] = await messaging.queue('commands').listDeadLetters();
+    assert.equal(dead?.deadLetterReason, 'expired');
+    assert.deepEqual(ran, ['on-time']);
     await consumer.close();
   });
 

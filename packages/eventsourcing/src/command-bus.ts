@@ -15,6 +15,8 @@ export interface CommandEnvelope<Data = unknown> {
   readonly id: string;
   readonly data: Data;
   readonly correlationId?: string;
+  /** Epoch ms after which the command is dropped unhandled (on a queue: dead-lettered as expired). */
+  readonly expiresAt?: number;
 }
 
 export type CommandHandler<Data = unknown> = (command: CommandEnvelope<Data>) => Promise<void> | void;
@@ -25,6 +27,8 @@ export interface SendCommandOptions {
   readonly correlationId?: string;
   /** Deliver after this delay (queued commands only; a local handler with a delay goes through the queue). */
   readonly delayMs?: number;
+  /** Epoch ms after which the command must not run: not handled or queued once past, a queued one expires then. */
+  readonly expiresAt?: number;
 }
 
 export interface CommandBusOptions {
@@ -101,14 +105,20 @@ export class CommandBus {
     type: string,
     data: Data,
     options: SendCommandOptions = {},
-  ): Promise<'handled' | 'queued'> {
+  ): Promise<'handled' | 'queued' | 'expired'> {
     if (typeof type !== 'string' || type.length === 0)
       throw new InvalidOptionsError('type', 'expected a non-empty string');
+    const { expiresAt } = options;
+    if (expiresAt !== undefined && !Number.isFinite(expiresAt))
+      throw new InvalidOptionsError('expiresAt', 'expected epoch milliseconds');
+    const now = this.#clock.now();
+    if (expiresAt !== undefined && expiresAt <= now) return 'expired';
     const command: CommandEnvelope<Data> = {
       type,
-      id: options.id ?? uuidv7(this.#clock.now()),
+      id: options.id ?? uuidv7(now),
       data,
       ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
     };
     const local = this.#handlers.get(type);
     if (local !== undefined && options.delayMs === undefined) {
@@ -124,6 +134,7 @@ export class CommandBus {
       ...(command.correlationId === undefined ? {} : { correlationId: command.correlationId }),
       ...(sessionId === undefined ? {} : { sessionId }),
       ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }),
+      ...(expiresAt === undefined ? {} : { ttlMs: expiresAt - now }),
     });
     return 'queued';
   }
@@ -146,6 +157,11 @@ export class CommandBus {
             'no-handler',
             `No handler for command type ${JSON.stringify(command?.type)}`,
           );
+          return;
+        }
+        // The queue expires it too, but a message already received (or a clock ahead of the sender's) must not run late.
+        if (command.expiresAt !== undefined && command.expiresAt <= this.#clock.now()) {
+          await message.deadLetter('expired', `Command ${command.type} expired before it was handled`);
           return;
         }
         await handler(command);

@@ -18,6 +18,11 @@ export interface CommandToSend {
   /** Default: derived from the process, the event being handled and the command's position (deterministic). */
   readonly id?: string;
   readonly correlationId?: string;
+  /**
+   * Epoch ms after which the command must not run (the Journey's time-to-live on MakeSeatReservation): absolute,
+   * so a resend after a crash keeps the original deadline.
+   */
+  readonly expiresAt?: number;
 }
 
 /**

@@ -335,11 +335,14 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         throw invalid(`send[${i}].id: expected 1 to 200 characters`);
       if (command.correlationId !== undefined && typeof command.correlationId !== 'string')
         throw invalid(`send[${i}].correlationId: expected a string`);
+      if (command.expiresAt !== undefined && !Number.isFinite(command.expiresAt))
+        throw invalid(`send[${i}].expiresAt: expected epoch milliseconds`);
       return {
         id,
         type: command.type,
         data: command.data,
         ...(command.correlationId === undefined ? {} : { correlationId: command.correlationId }),
+        ...(command.expiresAt === undefined ? {} : { expiresAt: command.expiresAt }),
       };
     });
     const schedule = outcome.schedule ?? [];

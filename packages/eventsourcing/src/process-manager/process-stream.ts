@@ -14,6 +14,8 @@ export interface RecordedCommand {
   readonly type: string;
   readonly data: unknown;
   readonly correlationId?: string;
+  /** Epoch ms. */
+  readonly expiresAt?: number;
 }
 
 export interface RecordedTimeout {

@@ -6,11 +6,23 @@ import { CommandBus, type CommandEnvelope } from '../command-bus.js';
 import { commandBusSender, queueTimeoutScheduler } from './senders.js';
 
 describe('process manager senders', () => {
-  it('sends through a CommandBus with the recorded id and correlation id', async () => {
+  it('sends through a CommandBus with the recorded id, correlation id and expiry', async () => {
     const handled: CommandEnvelope[] = [];
     const bus = new CommandBus().register('Ping', (command) => void handled.push(command));
-    await commandBusSender(bus).send({ type: 'Ping', id: 'c-1', data: { n: 1 }, correlationId: 'k' });
-    assert.deepEqual(handled, [{ type: 'Ping', id: 'c-1', data: { n: 1 }, correlationId: 'k' }]);
+    const expiresAt = Date.now() + 60_000;
+    await commandBusSender(bus).send({
+      type: 'Ping',
+      id: 'c-1',
+      data: { n: 1 },
+      correlationId: 'k',
+      expiresAt,
+    });
+    assert.deepEqual(handled, [{ type: 'Ping', id: 'c-1', data: { n: 1 }, correlationId: 'k', expiresAt }]);
+    assert.equal(
+      await commandBusSender(bus).send({ type: 'Ping', id: 'c-2', data: {}, expiresAt: 0 }),
+      'expired',
+    );
+    assert.equal(handled.length, 1);
     assert.throws(() => commandBusSender({} as never), InvalidOptionsError);
   });
 

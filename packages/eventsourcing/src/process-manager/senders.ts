@@ -18,6 +18,7 @@ export function commandBusSender(bus: CommandBus): CommandSender {
       bus.send(command.type, command.data, {
         id: command.id,
         ...(command.correlationId === undefined ? {} : { correlationId: command.correlationId }),
+        ...(command.expiresAt === undefined ? {} : { expiresAt: command.expiresAt }),
       }),
   };
 }
