@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { openSqlite } from '@stratus/messaging';
+import { postgresForSuite, waitUntil } from '@stratus/testkit';
+import pg from 'pg';
+import type { RecordedEvent } from '../backend.js';
+import { EventStore } from '../event-store.js';
+import { PostgresEventStore } from '../postgres/postgres-event-store.js';
+import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
+import {
+  type DocumentProjectionDefinition,
+  type DocumentReader,
+  postgresDocumentProjection,
+  postgresDocumentReader,
+  sqliteDocumentProjection,
+  sqliteDocumentReader,
+} from './document-projection.js';
+import { PostgresProjectionTarget } from './postgres-projection-target.js';
+import { type Projection, ProjectionRunner } from './projection-runner.js';
+import { SqliteProjectionTarget } from './sqlite-projection-target.js';
+
+interface Cart {
+  id: string;
+  owner: string;
+  items: number;
+}
+
+/** Carts by owner; a checkout deletes the cart and counts it on the owner's document. */
+const carts: DocumentProjectionDefinition = {
+  name: 'carts',
+  version: 1,
+  eventTypes: ['CartOpened', 'ItemAdded', 'CheckedOut'],
+  documentsOf(event: RecordedEvent) {
+    const data = event.data as { cart: string; owner: string };
+    return [
+      { collection: 'cart', id: data.cart },
+      { collection: 'owner', id: data.owner },
+    ];
+  },
+  apply(event, session) {
+    const { cart, owner } = event.data as { cart: string; owner: string };
+    if (event.type === 'CartOpened') {
+      session.put('cart', cart, { id: cart, owner, items: 0 } satisfies Cart, owner);
+    } else if (event.type === 'ItemAdded') {
+      const current = session.get<Cart>('cart', cart);
+      if (current !== undefined) session.put('cart', cart, { ...current, items: current.items + 1 }, owner);
+    } else {
+      session.delete('cart', cart);
+      const done = session.get<{ checkouts: number }>('owner', owner)?.checkouts ?? 0;
+      session.put('owner', owner, { checkouts: done + 1 });
+    }
+  },
+};
+
+const sneaky: DocumentProjectionDefinition = {
+  ...carts,
+  name: 'sneaky',
+  apply(_event, session) {
+    session.put('cart', 'not-declared', {});
+  },
+};
+
+async function exercise<Tx>(
+  store: EventStore,
+  runner: (projection: DocumentProjectionDefinition) => ProjectionRunner<Tx>,
+  reader: DocumentReader,
+) {
+  const add = (cart: string, owner: string, type: string) =>
+    store.appendToStream(`cart-${cart}`, [{ type, data: { cart, owner } }]);
+  await add('c1', 'ann', 'CartOpened');
+  await add('c1', 'ann', 'ItemAdded');
+  await add('c2', 'ann', 'CartOpened');
+  await add('c3', 'bob', 'CartOpened');
+  await add('c1', 'ann', 'ItemAdded');
+  await add('c2', 'ann', 'CheckedOut');
+
+  const running = runner(carts);
+  void running.start();
+  await running.caughtUp;
+  await waitUntil(async () => (await reader.get('cart', 'c1')) !== undefined, 'the view is active');
+  assert.deepEqual(await reader.get('cart', 'c1'), { id: 'c1', owner: 'ann', items: 2 });
+  assert.equal(await reader.get('cart', 'c2'), undefined, 'deleted in the same batch it was created');
+  assert.deepEqual(await reader.find('cart', 'ann'), [{ id: 'c1', owner: 'ann', items: 2 }]);
+  assert.deepEqual(
+    (await reader.find<Cart>('cart')).map((cart) => cart.id),
+    ['c1', 'c3'],
+  );
+  assert.deepEqual(await reader.get('owner', 'ann'), { checkouts: 1 });
+
+  await add('c1', 'ann', 'CheckedOut');
+  await waitUntil(async () => (await reader.get('owner', 'ann')) !== undefined, 'live');
+  await waitUntil(
+    async () => (await reader.get<{ checkouts: number }>('owner', 'ann'))?.checkouts === 2,
+    'a live event lands',
+  );
+  assert.deepEqual(await reader.find('cart', 'ann'), []);
+  await running.stop();
+
+  await assert.rejects(runner(sneaky).start(), /sneaky touched cart\/not-declared .* without declaring it/);
+}
+
+describe('document projections on SQLite', () => {
+  const directory = mkdtempSync(join(tmpdir(), 'stratus-documents-'));
+  after(() => rmSync(directory, { recursive: true, force: true }));
+
+  it('load, apply in memory and write back per batch; find by lookup; refuse undeclared documents', async () => {
+    const database = openSqlite(join(directory, 'docs.db'));
+    const store = new EventStore({ backend: new SqliteEventStore({ database, watchIntervalMs: 5 }) });
+    const target = new SqliteProjectionTarget({ database });
+    await exercise(
+      store,
+      (definition) =>
+        new ProjectionRunner(store, target, sqliteDocumentProjection(definition), {
+          batchSize: 4,
+          pollIntervalMs: 20,
+        }),
+      sqliteDocumentReader(database, target, 'carts'),
+    );
+    await store.close();
+    database.close();
+  });
+
+  it('refuses a bad definition', () => {
+    assert.throws(() => sqliteDocumentProjection({ ...carts, name: 'Bad Name' }), /definition\.name/);
+    assert.throws(() => sqliteDocumentProjection({ ...carts, apply: 1 as never }), /definition\.apply/);
+  });
+});
+
+const suite = await postgresForSuite('eventsourcing-document-projection');
+describe('document projections on PostgreSQL', { skip: suite.skip }, () => {
+  after(() => suite.release());
+
+  it('load, apply in memory and write back per batch; find by lookup; refuse undeclared documents', async () => {
+    const pool = new pg.Pool({ connectionString: suite.url, max: 4 });
+    const schema = 'docs';
+    const store = new EventStore({ backend: new PostgresEventStore({ pool, schema }) });
+    const target = new PostgresProjectionTarget({ pool, schema });
+    const projection = (definition: DocumentProjectionDefinition): Projection<pg.PoolClient> =>
+      postgresDocumentProjection(definition, { schema });
+    await exercise(
+      store,
+      (definition) =>
+        new ProjectionRunner(store, target, projection(definition), { batchSize: 4, pollIntervalMs: 20 }),
+      postgresDocumentReader(pool, target, 'carts', { schema }),
+    );
+    await store.close();
+    await pool.end();
+  });
+});

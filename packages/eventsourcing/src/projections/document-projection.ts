@@ -1,0 +1,299 @@
+import { assertFunction, InvalidOptionsError } from '@stratus/core';
+import type { SqliteDatabase } from '@stratus/messaging';
+import type { Pool, PoolClient } from 'pg';
+import type { RecordedEvent } from '../backend.js';
+import type { Projection } from './projection-runner.js';
+import { activeVersion, type ProjectionTarget } from './target.js';
+
+/** A document of a view: JSON under (collection, id). */
+export interface DocumentKey {
+  readonly collection: string;
+  readonly id: string;
+}
+
+/** What `apply` sees: the documents its event declared, as the batch left them so far, and writes to them. */
+export interface DocumentSession {
+  /** Only documents declared by `documentsOf` for this event can be read (they were loaded before the batch). */
+  get<T>(collection: string, id: string): T | undefined;
+  /** Stores `doc`; `lookup` is a secondary key that `find` selects on (e.g. an email, a parent id). */
+  put(collection: string, id: string, doc: unknown, lookup?: string): void;
+  delete(collection: string, id: string): void;
+}
+
+/**
+ * A view kept as JSON documents, the same code on SQLite and PostgreSQL (as Marten's document projections): each
+ * event names the documents it touches, a batch loads them all in one read, applies its events in memory and
+ * writes the changed documents back in one statement per kind, in the commit's transaction.
+ */
+export interface DocumentProjectionDefinition {
+  readonly name: string;
+  readonly version: number;
+  readonly eventTypes?: readonly string[];
+  documentsOf(event: RecordedEvent): readonly DocumentKey[];
+  apply(event: RecordedEvent, session: DocumentSession): void;
+}
+
+interface Change {
+  readonly key: DocumentKey;
+  /** undefined: deleted. */
+  readonly doc: unknown;
+  readonly lookup: string | null;
+}
+
+const NAME = /^[a-z][a-z0-9_]{0,40}$/;
+const keyOf = (collection: string, id: string) => `${collection}\u0000${id}`;
+
+function checkDefinition(definition: DocumentProjectionDefinition): void {
+  if (typeof definition !== 'object' || definition === null)
+    throw new InvalidOptionsError('definition', 'expected an object');
+  if (typeof definition.name !== 'string' || !NAME.test(definition.name)) {
+    throw new InvalidOptionsError(
+      'definition.name',
+      'expected lower-case letters, digits and _ (a table name part)',
+    );
+  }
+  assertFunction('definition.documentsOf', definition.documentsOf);
+  assertFunction('definition.apply', definition.apply);
+}
+
+/** The table of one version of a view. */
+export function documentTable(name: string, version: number): string {
+  return `view_${name}_v${version}`;
+}
+
+/** Every document the batch's events declare, each once. */
+function declaredKeys(
+  definition: DocumentProjectionDefinition,
+  events: readonly RecordedEvent[],
+): DocumentKey[] {
+  const keys = new Map<string, DocumentKey>();
+  for (const event of events) {
+    for (const key of definition.documentsOf(event)) keys.set(keyOf(key.collection, key.id), key);
+  }
+  return [...keys.values()];
+}
+
+/** Applies the events over the loaded documents; returns the final state of every document written. */
+function applyInMemory(
+  definition: DocumentProjectionDefinition,
+  events: readonly RecordedEvent[],
+  loaded: ReadonlyMap<string, unknown>,
+): Change[] {
+  const current = new Map(loaded);
+  const changes = new Map<string, Change>();
+  for (const event of events) {
+    const declared = new Set(definition.documentsOf(event).map((key) => keyOf(key.collection, key.id)));
+    const check = (collection: string, id: string) => {
+      const key = keyOf(collection, id);
+      if (!declared.has(key)) {
+        throw new InvalidOptionsError(
+          'documentsOf',
+          `${definition.name} touched ${collection}/${id} for a ${event.type} event without declaring it`,
+        );
+      }
+      return key;
+    };
+    definition.apply(event, {
+      get: <T>(collection: string, id: string) => current.get(check(collection, id)) as T | undefined,
+      put(collection, id, doc, lookup) {
+        const key = check(collection, id);
+        if (doc === undefined) throw new InvalidOptionsError('doc', 'expected a JSON value, got undefined');
+        current.set(key, doc);
+        changes.set(key, { key: { collection, id }, doc, lookup: lookup ?? null });
+      },
+      delete(collection, id) {
+        const key = check(collection, id);
+        current.delete(key);
+        changes.set(key, { key: { collection, id }, doc: undefined, lookup: null });
+      },
+    });
+  }
+  return [...changes.values()];
+}
+
+function eventsOfInterest(definition: DocumentProjectionDefinition): Pick<Projection<unknown>, 'eventTypes'> {
+  return definition.eventTypes === undefined ? {} : { eventTypes: definition.eventTypes };
+}
+
+/** The definition as a projection into SQLite (documents as JSON text). */
+export function sqliteDocumentProjection(
+  definition: DocumentProjectionDefinition,
+): Projection<SqliteDatabase> {
+  checkDefinition(definition);
+  return {
+    name: definition.name,
+    version: definition.version,
+    ...eventsOfInterest(definition),
+    setup(db, version) {
+      const table = documentTable(definition.name, version);
+      db.exec(`CREATE TABLE ${table} (collection TEXT NOT NULL, id TEXT NOT NULL, lookup TEXT, doc TEXT NOT NULL,
+                 PRIMARY KEY (collection, id)) WITHOUT ROWID;
+               CREATE INDEX ${table}_lookup ON ${table} (collection, lookup) WHERE lookup IS NOT NULL;`);
+    },
+    applyBatch(db, events, version) {
+      const table = documentTable(definition.name, version);
+      const select = db.prepare(`SELECT doc FROM ${table} WHERE collection = ? AND id = ?`);
+      const loaded = new Map<string, unknown>();
+      for (const { collection, id } of declaredKeys(definition, events)) {
+        const row = select.get(collection, id);
+        if (row !== undefined) loaded.set(keyOf(collection, id), JSON.parse(row.doc as string));
+      }
+      const upsert = db.prepare(
+        `INSERT INTO ${table} (collection, id, lookup, doc) VALUES (?, ?, ?, ?)
+         ON CONFLICT (collection, id) DO UPDATE SET lookup = excluded.lookup, doc = excluded.doc`,
+      );
+      const remove = db.prepare(`DELETE FROM ${table} WHERE collection = ? AND id = ?`);
+      for (const { key, doc, lookup } of applyInMemory(definition, events, loaded)) {
+        if (doc === undefined) remove.run(key.collection, key.id);
+        else upsert.run(key.collection, key.id, lookup, JSON.stringify(doc));
+      }
+    },
+    teardown(db, version) {
+      db.exec(`DROP TABLE IF EXISTS ${documentTable(definition.name, version)}`);
+    },
+  };
+}
+
+/** The definition as a projection into PostgreSQL (jsonb documents in `schema`): three round trips per batch. */
+export function postgresDocumentProjection(
+  definition: DocumentProjectionDefinition,
+  options: { readonly schema: string },
+): Projection<PoolClient> {
+  checkDefinition(definition);
+  const table = (version: number) => `"${options.schema}".${documentTable(definition.name, version)}`;
+  return {
+    name: definition.name,
+    version: definition.version,
+    ...eventsOfInterest(definition),
+    async setup(client, version) {
+      await client.query(`CREATE TABLE ${table(version)} (collection text NOT NULL, id text NOT NULL, lookup text,
+                            doc jsonb NOT NULL, PRIMARY KEY (collection, id));
+                          CREATE INDEX ON ${table(version)} (collection, lookup) WHERE lookup IS NOT NULL;`);
+    },
+    async applyBatch(client, events, version) {
+      const keys = declaredKeys(definition, events);
+      const { rows } = await client.query<{ collection: string; id: string; doc: unknown }>(
+        `SELECT t.collection, t.id, t.doc FROM ${table(version)} t
+           JOIN unnest($1::text[], $2::text[]) AS k(collection, id) USING (collection, id)`,
+        [keys.map((key) => key.collection), keys.map((key) => key.id)],
+      );
+      const loaded = new Map(rows.map((row) => [keyOf(row.collection, row.id), row.doc]));
+      const changes = applyInMemory(definition, events, loaded);
+      const puts = changes.filter((change) => change.doc !== undefined);
+      const deletes = changes.filter((change) => change.doc === undefined);
+      if (puts.length > 0) {
+        await client.query(
+          `INSERT INTO ${table(version)} (collection, id, lookup, doc)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])
+           ON CONFLICT (collection, id) DO UPDATE SET lookup = excluded.lookup, doc = excluded.doc`,
+          [
+            puts.map((change) => change.key.collection),
+            puts.map((change) => change.key.id),
+            puts.map((change) => change.lookup),
+            puts.map((change) => JSON.stringify(change.doc)),
+          ],
+        );
+      }
+      if (deletes.length > 0) {
+        await client.query(
+          `DELETE FROM ${table(version)} t USING unnest($1::text[], $2::text[]) AS k(collection, id)
+            WHERE t.collection = k.collection AND t.id = k.id`,
+          [deletes.map((change) => change.key.collection), deletes.map((change) => change.key.id)],
+        );
+      }
+    },
+    async teardown(client, version) {
+      await client.query(`DROP TABLE IF EXISTS ${table(version)}`);
+    },
+  };
+}
+
+/** Reads a document view: the version that serves reads (looked up again at most once a second). */
+export interface DocumentReader {
+  get<T>(collection: string, id: string): Promise<T | undefined>;
+  /** The documents of `collection` with this lookup key (all of the collection when it is omitted), by id. */
+  find<T>(collection: string, lookup?: string): Promise<T[]>;
+}
+
+const ACTIVE_VERSION_TTL_MS = 1000;
+
+/** Caches the active version briefly: a blue/green switch reaches readers within a second. */
+function activeVersionCache<Tx>(
+  target: ProjectionTarget<Tx>,
+  name: string,
+): () => Promise<number | undefined> {
+  let cached: { version: number | undefined; until: number } | undefined;
+  return async () => {
+    const now = Date.now();
+    if (cached === undefined || cached.until <= now || cached.version === undefined) {
+      cached = { version: await activeVersion(target, name), until: now + ACTIVE_VERSION_TTL_MS };
+    }
+    return cached.version;
+  };
+}
+
+export function sqliteDocumentReader(
+  database: SqliteDatabase,
+  target: ProjectionTarget<SqliteDatabase>,
+  name: string,
+): DocumentReader {
+  const version = activeVersionCache(target, name);
+  return {
+    async get<T>(collection: string, id: string) {
+      const active = await version();
+      if (active === undefined) return undefined;
+      const row = database
+        .prepare(`SELECT doc FROM ${documentTable(name, active)} WHERE collection = ? AND id = ?`)
+        .get(collection, id);
+      return row === undefined ? undefined : (JSON.parse(row.doc as string) as T);
+    },
+    async find<T>(collection: string, lookup?: string) {
+      const active = await version();
+      if (active === undefined) return [];
+      const table = documentTable(name, active);
+      const rows =
+        lookup === undefined
+          ? database.prepare(`SELECT doc FROM ${table} WHERE collection = ? ORDER BY id`).all(collection)
+          : database
+              .prepare(`SELECT doc FROM ${table} WHERE collection = ? AND lookup = ? ORDER BY id`)
+              .all(collection, lookup);
+      return rows.map((row) => JSON.parse(row.doc as string) as T);
+    },
+  };
+}
+
+export function postgresDocumentReader(
+  pool: Pool,
+  target: ProjectionTarget<PoolClient>,
+  name: string,
+  options: { readonly schema: string },
+): DocumentReader {
+  const version = activeVersionCache(target, name);
+  const table = (active: number) => `"${options.schema}".${documentTable(name, active)}`;
+  return {
+    async get<T>(collection: string, id: string) {
+      const active = await version();
+      if (active === undefined) return undefined;
+      const { rows } = await pool.query<{ doc: T }>(
+        `SELECT doc FROM ${table(active)} WHERE collection = $1 AND id = $2`,
+        [collection, id],
+      );
+      return rows[0]?.doc;
+    },
+    async find<T>(collection: string, lookup?: string) {
+      const active = await version();
+      if (active === undefined) return [];
+      const { rows } =
+        lookup === undefined
+          ? await pool.query<{ doc: T }>(
+              `SELECT doc FROM ${table(active)} WHERE collection = $1 ORDER BY id`,
+              [collection],
+            )
+          : await pool.query<{ doc: T }>(
+              `SELECT doc FROM ${table(active)} WHERE collection = $1 AND lookup = $2 ORDER BY id`,
+              [collection, lookup],
+            );
+      return rows.map((row) => row.doc);
+    },
+  };
+}
