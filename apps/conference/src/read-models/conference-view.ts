@@ -1,0 +1,181 @@
+/**
+ * The conference read model (the Journey's ConferenceViewModelGenerator): one document per conference with its seat
+ * types and how many seats of each are still available, looked up by slug, plus one per owner login. The runner
+ * applies each event exactly once (the position commits with the documents), so the Journey's version guards
+ * against duplicates are not needed here.
+ */
+import type {
+  DocumentKey,
+  DocumentProjectionDefinition,
+  DocumentSession,
+  RecordedEvent,
+} from '@stratus/eventsourcing';
+import type { ConferenceEvent, Owner, SeatQuantity, SeatsAvailabilityEvent } from '../domain/contracts.js';
+
+export interface SeatTypeView {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly priceCents: number;
+  /** The quota the owner set. */
+  readonly quantity: number;
+  /** Seats not held by any reservation (may lag the availability aggregate slightly; never negative here). */
+  readonly available: number;
+}
+
+export interface ConferenceView {
+  readonly id: string;
+  readonly slug: string;
+  readonly name: string;
+  readonly description: string;
+  readonly location: string;
+  readonly tagline: string;
+  readonly twitterSearch: string;
+  readonly startDate: string;
+  readonly endDate: string;
+  readonly owner: Owner;
+  readonly accessCode: string;
+  readonly isPublished: boolean;
+  readonly wasEverPublished: boolean;
+  readonly seatTypes: readonly SeatTypeView[];
+  /** Remaining seats per type as the availability aggregate counts them (may go below 0 after seats are removed). */
+  readonly remaining: Readonly<Record<string, number>>;
+}
+
+/** Finds a conference by its owner's e-mail and access code. */
+export interface OwnerLoginView {
+  readonly conferenceId: string;
+}
+
+export const CONFERENCE = 'conference';
+export const OWNER_LOGIN = 'ownerLogin';
+
+/** The lookup key of an owner login: e-mail compared case-insensitively, the code exactly. */
+export function ownerLoginId(email: string, accessCode: string): string {
+  return `${email.trim().toLowerCase()}|${accessCode}`;
+}
+
+type ViewEvent = RecordedEvent<(ConferenceEvent | SeatsAvailabilityEvent)['type']>;
+
+function conferenceIdOf(event: ViewEvent): string {
+  return (event.data as { conferenceId: string }).conferenceId;
+}
+
+function applyRemaining(view: ConferenceView, changes: readonly SeatQuantity[]): ConferenceView {
+  const remaining = { ...view.remaining };
+  for (const change of changes)
+    remaining[change.seatTypeId] = (remaining[change.seatTypeId] ?? 0) + change.quantity;
+  return {
+    ...view,
+    remaining,
+    seatTypes: view.seatTypes.map((seat) => ({ ...seat, available: Math.max(remaining[seat.id] ?? 0, 0) })),
+  };
+}
+
+function update(
+  session: DocumentSession,
+  id: string,
+  change: (view: ConferenceView) => ConferenceView,
+): void {
+  const view = session.get<ConferenceView>(CONFERENCE, id);
+  // Events of one conference arrive in order and ConferenceCreated comes first, so a miss is a bug worth seeing.
+  if (view === undefined) throw new Error(`conference view: no conference ${id}`);
+  const next = change(view);
+  session.put(CONFERENCE, id, next, next.slug);
+}
+
+export const conferenceView: DocumentProjectionDefinition = {
+  name: 'conferences',
+  version: 1,
+  eventTypes: [
+    'ConferenceCreated',
+    'ConferenceUpdated',
+    'ConferencePublished',
+    'ConferenceUnpublished',
+    'SeatCreated',
+    'SeatUpdated',
+    'SeatDeleted',
+    'AvailableSeatsChanged',
+    'SeatsReserved',
+    'SeatsReservationCancelled',
+  ],
+  documentsOf(event): DocumentKey[] {
+    const keys: DocumentKey[] = [{ collection: CONFERENCE, id: conferenceIdOf(event as ViewEvent) }];
+    if (event.type === 'ConferenceCreated') {
+      const { owner, accessCode } = event.data as { owner: Owner; accessCode: string };
+      keys.push({ collection: OWNER_LOGIN, id: ownerLoginId(owner.email, accessCode) });
+    }
+    return keys;
+  },
+  apply(recorded, session) {
+    const event = recorded as unknown as ConferenceEvent | SeatsAvailabilityEvent;
+    const id = conferenceIdOf(recorded as ViewEvent);
+    switch (event.type) {
+      case 'ConferenceCreated': {
+        const { conferenceId, slug, owner, accessCode, ...details } = event.data;
+        const view: ConferenceView = {
+          id: conferenceId,
+          slug,
+          ...details,
+          owner,
+          accessCode,
+          isPublished: false,
+          wasEverPublished: false,
+          seatTypes: [],
+          remaining: {},
+        };
+        session.put(CONFERENCE, id, view, slug);
+        session.put(OWNER_LOGIN, ownerLoginId(owner.email, accessCode), {
+          conferenceId,
+        } satisfies OwnerLoginView);
+        return;
+      }
+      case 'ConferenceUpdated': {
+        const { conferenceId: _, ...details } = event.data;
+        return update(session, id, (view) => ({ ...view, ...details }));
+      }
+      case 'ConferencePublished':
+        return update(session, id, (view) => ({ ...view, isPublished: true, wasEverPublished: true }));
+      case 'ConferenceUnpublished':
+        return update(session, id, (view) => ({ ...view, isPublished: false }));
+      case 'SeatCreated': {
+        const { seatTypeId, name, description, priceCents, quantity } = event.data;
+        return update(session, id, (view) => ({
+          ...view,
+          seatTypes: [
+            ...view.seatTypes,
+            {
+              id: seatTypeId,
+              name,
+              description,
+              priceCents,
+              quantity,
+              available: Math.max(view.remaining[seatTypeId] ?? 0, 0),
+            },
+          ],
+        }));
+      }
+      case 'SeatUpdated': {
+        const { seatTypeId, name, description, priceCents, quantity } = event.data;
+        return update(session, id, (view) => ({
+          ...view,
+          seatTypes: view.seatTypes.map((seat) =>
+            seat.id === seatTypeId ? { ...seat, name, description, priceCents, quantity } : seat,
+          ),
+        }));
+      }
+      case 'SeatDeleted':
+        return update(session, id, (view) => ({
+          ...view,
+          seatTypes: view.seatTypes.filter((seat) => seat.id !== event.data.seatTypeId),
+        }));
+      case 'AvailableSeatsChanged':
+        return update(session, id, (view) => applyRemaining(view, event.data.seats));
+      case 'SeatsReserved':
+      case 'SeatsReservationCancelled':
+        return update(session, id, (view) => applyRemaining(view, event.data.availableSeatsChanged));
+      case 'SeatsReservationCommitted':
+        return;
+    }
+  },
+};
