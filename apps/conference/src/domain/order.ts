@@ -1,0 +1,226 @@
+/**
+ * The Order aggregate of the Registration context (stream `order-<orderId>`) as a decider. The caller passes in what
+ * is not pure: the current time, the new order's access code and the conference's seat prices.
+ *
+ * Beyond the Journey: seats of an expired order cannot change, an expired order cannot be confirmed, and expiring
+ * or confirming twice appends nothing, so a redelivered command is harmless.
+ */
+import type { Decider } from '@stratus/eventsourcing';
+import {
+  type CommandData,
+  MAX_SEATS_PER_TYPE,
+  type OrderEvent,
+  type PersonalInfo,
+  RESERVATION_WINDOW_MS,
+  type SeatQuantity,
+} from './contracts.js';
+import { InvalidOperationError, NotFoundError, ValidationError } from './errors.js';
+import { type OrderTotals, priceOrder, type SeatPrices } from './pricing.js';
+
+export type OrderCommand =
+  | {
+      readonly type: 'RegisterToConference';
+      readonly data: CommandData['RegisterToConference'] & {
+        readonly now: number;
+        /** The access code of a new order (unused when the order exists). */
+        readonly accessCode: string;
+        readonly prices: SeatPrices;
+        /** How long a new order holds its seats; default RESERVATION_WINDOW_MS. */
+        readonly reservationWindowMs?: number;
+      };
+    }
+  | {
+      readonly type: 'MarkSeatsAsReserved';
+      readonly data: CommandData['MarkSeatsAsReserved'] & { readonly prices: SeatPrices };
+    }
+  | { readonly type: 'RejectOrder'; readonly data: CommandData['RejectOrder'] }
+  | { readonly type: 'AssignRegistrantDetails'; readonly data: CommandData['AssignRegistrantDetails'] }
+  | { readonly type: 'ConfirmOrder'; readonly data: CommandData['ConfirmOrder'] };
+
+export interface OrderState {
+  /** False until OrderPlaced: the order does not exist. */
+  readonly placed: boolean;
+  readonly conferenceId: string;
+  /** The requested seats, then (once the reservation is back) the reserved ones. */
+  readonly seats: readonly SeatQuantity[];
+  /** The latest OrderTotalsCalculated (no lines before the order is placed). */
+  readonly totals: OrderTotals;
+  readonly confirmed: boolean;
+  readonly expired: boolean;
+}
+
+export const orderDecider: Decider<OrderState, OrderEvent, OrderCommand> = {
+  initialState: () => ({
+    placed: false,
+    conferenceId: '',
+    seats: [],
+    totals: { lines: [], totalCents: 0, isFreeOfCharge: true },
+    confirmed: false,
+    expired: false,
+  }),
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'OrderPlaced':
+        return { ...state, placed: true, conferenceId: event.data.conferenceId, seats: event.data.seats };
+      case 'OrderUpdated':
+      case 'OrderPartiallyReserved':
+      case 'OrderReservationCompleted':
+        return { ...state, seats: event.data.seats };
+      case 'OrderTotalsCalculated': {
+        const { lines, totalCents, isFreeOfCharge } = event.data;
+        return { ...state, totals: { lines, totalCents, isFreeOfCharge } };
+      }
+      case 'OrderConfirmed':
+        return { ...state, confirmed: true };
+      case 'OrderExpired':
+        return { ...state, expired: true };
+      case 'OrderRegistrantAssigned':
+        return state;
+    }
+  },
+
+  decide(command, state) {
+    switch (command.type) {
+      case 'RegisterToConference':
+        return register(command.data, state);
+      case 'MarkSeatsAsReserved':
+        return markAsReserved(command.data, existing(state, command.data.orderId));
+      case 'RejectOrder':
+        return expire(command.data.orderId, state);
+      case 'AssignRegistrantDetails':
+        existing(state, command.data.orderId);
+        return assignRegistrant(command.data);
+      case 'ConfirmOrder':
+        return confirm(command.data.orderId, existing(state, command.data.orderId));
+    }
+  },
+};
+
+type Data<Type extends OrderCommand['type']> = Extract<OrderCommand, { type: Type }>['data'];
+
+/** Places a new order or replaces the seats of an existing one, and prices the seats. */
+function register(data: Data<'RegisterToConference'>, state: OrderState): OrderEvent[] {
+  const { orderId, conferenceId } = data;
+  const seats = validSeats(data.seats);
+  if (state.placed) {
+    assertModifiable(state);
+    // The prices passed in are those of `conferenceId`: pricing another conference's seats would be wrong.
+    if (conferenceId !== state.conferenceId)
+      throw new InvalidOperationError('The order belongs to another conference.');
+  }
+  const totals = totalsCalculated(orderId, seats, data.prices, conferenceId);
+  if (state.placed) return [{ type: 'OrderUpdated', data: { orderId, seats } }, totals];
+  const reservationAutoExpiration = data.now + (data.reservationWindowMs ?? RESERVATION_WINDOW_MS);
+  return [
+    {
+      type: 'OrderPlaced',
+      data: { orderId, conferenceId, seats, reservationAutoExpiration, accessCode: data.accessCode },
+    },
+    totals,
+  ];
+}
+
+/**
+ * Takes the seats the reservation got. Partial when any requested seat type (zero quantities aside) did not get
+ * exactly its quantity: then the order is priced again on the reserved seats; a complete one keeps its totals.
+ */
+function markAsReserved(data: Data<'MarkSeatsAsReserved'>, state: OrderState): OrderEvent[] {
+  assertModifiable(state);
+  const { orderId, expiration: reservationExpiration } = data;
+  const reserved = copySeats(data.seats);
+  const complete = state.seats.every(
+    (wanted) =>
+      wanted.quantity === 0 ||
+      reserved.some((seat) => seat.seatTypeId === wanted.seatTypeId && seat.quantity === wanted.quantity),
+  );
+  if (complete)
+    return [{ type: 'OrderReservationCompleted', data: { orderId, reservationExpiration, seats: reserved } }];
+  return [
+    { type: 'OrderPartiallyReserved', data: { orderId, reservationExpiration, seats: reserved } },
+    totalsCalculated(orderId, reserved, data.prices, state.conferenceId),
+  ];
+}
+
+/** Nothing to do for an order that never existed or has already expired (RejectOrder may come twice). */
+function expire(orderId: string, state: OrderState): OrderEvent[] {
+  if (!state.placed || state.expired) return [];
+  if (state.confirmed) throw new InvalidOperationError('Cannot expire a confirmed order.');
+  return [{ type: 'OrderExpired', data: { orderId } }];
+}
+
+function confirm(orderId: string, state: OrderState): OrderEvent[] {
+  if (state.confirmed) return [];
+  if (state.expired) throw new InvalidOperationError('Cannot confirm an expired order.');
+  return [{ type: 'OrderConfirmed', data: { orderId } }];
+}
+
+function assignRegistrant(data: Data<'AssignRegistrantDetails'>): OrderEvent[] {
+  const { orderId, firstName, lastName, email } = data;
+  assertValidPersonalInfo({ firstName, lastName, email });
+  return [{ type: 'OrderRegistrantAssigned', data: { orderId, firstName, lastName, email } }];
+}
+
+function totalsCalculated(
+  orderId: string,
+  seats: readonly SeatQuantity[],
+  prices: SeatPrices,
+  conferenceId: string,
+): OrderEvent {
+  return { type: 'OrderTotalsCalculated', data: { orderId, ...priceOrder(seats, prices, conferenceId) } };
+}
+
+/** The state of an order that exists (the Journey's repository Get). */
+function existing(state: OrderState, orderId: string): OrderState {
+  if (!state.placed) throw new NotFoundError('Order', orderId);
+  return state;
+}
+
+function assertModifiable(state: OrderState): void {
+  if (state.confirmed) throw new InvalidOperationError('Cannot modify a confirmed order.');
+  if (state.expired) throw new InvalidOperationError('Cannot modify an expired order.');
+}
+
+/** The requested seats, checked as RegisterToConference requires, copied with only their two fields. */
+function validSeats(seats: readonly SeatQuantity[]): SeatQuantity[] {
+  const invalid = (message: string) => new ValidationError({ seats: message }, message);
+  const seen = new Set<string>();
+  for (const { seatTypeId, quantity } of seats) {
+    // A seat type twice would make "reserved exactly as requested" ambiguous.
+    if (!Number.isInteger(quantity) || quantity < 0 || seen.has(seatTypeId))
+      throw invalid('Invalid registration.');
+    if (quantity > MAX_SEATS_PER_TYPE)
+      throw invalid(`At most ${MAX_SEATS_PER_TYPE} seats of one type can be ordered.`);
+    seen.add(seatTypeId);
+  }
+  if (!seats.some((seat) => seat.quantity > 0)) throw invalid('One or more items are required.');
+  return copySeats(seats);
+}
+
+/** Events get exactly the contract's fields, whatever else the caller's objects hold. */
+function copySeats(seats: readonly SeatQuantity[]): SeatQuantity[] {
+  return seats.map(({ seatTypeId, quantity }) => ({ seatTypeId, quantity }));
+}
+
+/** A run of .NET word characters (Unicode letters, marks, digits, connectors) or dashes. */
+const WORD = '[\\p{L}\\p{Mn}\\p{Nd}\\p{Pc}-]+';
+
+/**
+ * The Journey's email rule `[\w-]+(\.?[\w-])*@[\w-]+(\.[\w-]+)+` on the whole string, written without its nested
+ * quantifier: the same addresses, without the catastrophic backtracking on a long near-miss.
+ */
+export const EMAIL_PATTERN = new RegExp(`^${WORD}(?:\\.${WORD})*@${WORD}(?:\\.${WORD})+$`, 'u');
+
+/** Throws a ValidationError naming every missing name and the missing or malformed email. */
+export function assertValidPersonalInfo({ firstName, lastName, email }: PersonalInfo): void {
+  const fields: Record<string, string> = {};
+  if (isBlank(firstName)) fields.firstName = 'The first name is required.';
+  if (isBlank(lastName)) fields.lastName = 'The last name is required.';
+  if (isBlank(email)) fields.email = 'The email address is required.';
+  else if (!EMAIL_PATTERN.test(email)) fields.email = 'The provided email address is not valid.';
+  if (Object.keys(fields).length > 0) throw new ValidationError(fields);
+}
+
+function isBlank(value: string): boolean {
+  return typeof value !== 'string' || value.trim() === '';
+}
