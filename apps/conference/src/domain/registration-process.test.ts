@@ -123,7 +123,7 @@ describe('registrationProcess.handle (the transition table)', () => {
   });
 
   describe('OrderPlaced', () => {
-    test('reserves the seats under a remembered command id and schedules the expiry after the grace period', () => {
+    test('reserves the seats under a remembered command id, dropped a minute after the reservation ends, and schedules the expiry after the grace period', () => {
       const expiration = T0 + 22 * 60_000;
       const event = events.placed('placed', expiration);
       assert.deepEqual(handle(notStarted, event), {
@@ -139,6 +139,7 @@ describe('registrationProcess.handle (the transition table)', () => {
             type: 'MakeSeatReservation',
             data: { conferenceId: CONFERENCE, reservationId: ORDER, seats: TWO_GENERAL },
             id: 'placed/MakeSeatReservation',
+            expiresAt: expiration + 60_000,
           },
         ],
         schedule: [

@@ -64,6 +64,9 @@ export interface RegistrationProcessOptions {
   readonly graceMs?: number;
 }
 
+/** How long past the reservation's end the first MakeSeatReservation may still run (the Journey's TTL). */
+const RESERVATION_COMMAND_SLACK_MS = 60_000;
+
 /** The key of the MakeSeatReservation command id, derived anew (and so different) for every event that sends one. */
 const SEAT_RESERVATION = 'MakeSeatReservation';
 
@@ -142,7 +145,13 @@ function orderPlaced(
   const seatReservationCommandId = context.id(SEAT_RESERVATION);
   return {
     state: { ...placed, stage: 'AwaitingReservationConfirmation', seatReservationCommandId },
-    send: [makeSeatReservation(placed, seats, seatReservationCommandId)],
+    // Undelivered by a minute past the reservation's end, it is dropped (F12): the order has expired by then.
+    send: [
+      {
+        ...makeSeatReservation(placed, seats, seatReservationCommandId),
+        expiresAt: reservationAutoExpiration + RESERVATION_COMMAND_SLACK_MS,
+      },
+    ],
     schedule: [
       {
         event: { type: 'ExpireRegistrationProcess', data: { orderId: state.orderId } },
