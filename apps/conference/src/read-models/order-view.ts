@@ -116,7 +116,7 @@ function putConferenceOrder(session: DocumentSession, row: ConferenceOrderView):
   session.put(CONFERENCE_ORDER, row.orderId, row, row.conferenceId);
 }
 
-function applyOrderEvent(session: DocumentSession, event: OrderEvent, version: number): void {
+function applyOrderEvent(session: DocumentSession, event: OrderEvent, version: number) {
   const id = event.data.orderId;
   if (event.type === 'OrderPlaced') {
     const { conferenceId, seats, reservationAutoExpiration, accessCode } = event.data;
