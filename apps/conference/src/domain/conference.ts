@@ -8,7 +8,7 @@
 import type { Decider } from '@stratus/eventsourcing';
 import type { ConferenceDetails, ConferenceEvent, Owner } from './contracts.js';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from './errors.js';
-import { EMAIL_PATTERN } from './seat-assignments.js';
+import { EMAIL_PATTERN } from './personal-info.js';
 
 export interface SeatTypeFields {
   readonly name: string;

@@ -5,12 +5,7 @@
 import type { Decider } from '@stratus/eventsourcing';
 import type { CommandData, PersonalInfo, SeatAssignmentsEvent, SeatQuantity } from './contracts.js';
 import { NotFoundError, ValidationError } from './errors.js';
-
-/**
- * The Journey's e-mail rule, with its `[\w-]+(\.?[\w-])*` rewritten as the equivalent `[\w-]+(\.[\w-]+)*`,
- * which cannot backtrack exponentially on a long invalid address.
- */
-export const EMAIL_PATTERN = /^[\w-]+(?:\.[\w-]+)*@[\w-]+(?:\.[\w-]+)+$/;
+import { EMAIL_PATTERN } from './personal-info.js';
 
 export type SeatAssignmentsCommand =
   | {

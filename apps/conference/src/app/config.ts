@@ -1,0 +1,57 @@
+import { resolve } from 'node:path';
+import { InvalidOptionsError } from '@stratus/core';
+import { RESERVATION_GRACE_MS, RESERVATION_WINDOW_MS } from '../domain/contracts.js';
+
+/** What a process does: everything (the embedded default), only the web sites and API, or only the background work. */
+export type Role = 'all' | 'web' | 'worker';
+
+export interface ConferenceConfig {
+  readonly role: Role;
+  readonly port: number;
+  readonly host: string;
+  /** Where the embedded default keeps its SQLite database. */
+  readonly dataDir: string;
+  /** PostgreSQL for the event store, read models and process state when scaled out. */
+  readonly databaseUrl: string | undefined;
+  /** Redis for the command queues and timeouts when scaled out. */
+  readonly redisUrl: string | undefined;
+  readonly reservationWindowMs: number;
+  readonly reservationGraceMs: number;
+}
+
+function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallbackMs;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new InvalidOptionsError(name, `expected a positive number of seconds, got ${JSON.stringify(raw)}`);
+  return Math.round(seconds * 1000);
+}
+
+/** Reads the configuration from the environment (README: Configuration), failing fast on bad values. */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceConfig {
+  const role = (env.ROLE ?? 'all') as Role;
+  if (!['all', 'web', 'worker'].includes(role))
+    throw new InvalidOptionsError('ROLE', `expected all, web or worker, got ${JSON.stringify(env.ROLE)}`);
+  const port = Number(env.PORT ?? 3000);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new InvalidOptionsError('PORT', `expected a TCP port, got ${JSON.stringify(env.PORT)}`);
+  const databaseUrl = env.DATABASE_URL || undefined;
+  const redisUrl = env.REDIS_URL || undefined;
+  if (role !== 'all' && databaseUrl === undefined) {
+    throw new InvalidOptionsError(
+      'ROLE',
+      'separate web and worker processes share PostgreSQL: set DATABASE_URL',
+    );
+  }
+  return {
+    role,
+    port,
+    host: env.HOST ?? '0.0.0.0',
+    dataDir: resolve(env.STRATUS_DATA_DIR ?? '.data'),
+    databaseUrl,
+    redisUrl,
+    reservationWindowMs: positiveSeconds(env, 'RESERVATION_WINDOW_SECONDS', RESERVATION_WINDOW_MS),
+    reservationGraceMs: positiveSeconds(env, 'RESERVATION_GRACE_SECONDS', RESERVATION_GRACE_MS),
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The read side: what the web sites and the API ask, answered from the document views. Seat availability goes
+ * through Cache-Aside with the Journey's rule for how stale it may be (it drives the public registration page, the
+ * busiest read).
+ */
+import type { Clock } from '@stratus/core';
+import { CacheAside } from '@stratus/data';
+import type { DocumentReader } from '@stratus/eventsourcing';
+import {
+  CONFERENCE,
+  type ConferenceView,
+  OWNER_LOGIN,
+  type OwnerLoginView,
+  ownerLoginId,
+  type SeatTypeView,
+} from '../read-models/conference-view.js';
+import {
+  ASSIGNMENTS,
+  type AssignmentsView,
+  CONFERENCE_ORDER,
+  type ConferenceOrderView,
+  ORDER,
+  type OrderView,
+  orderLookup,
+  PAYMENT,
+  type PaymentView,
+} from '../read-models/order-view.js';
+
+/**
+ * How long the seat types of a conference may be served from cache (the Journey's CachingConferenceDao): long when
+ * availability is plentiful or gone, not at all when few seats remain, so registrants rarely see seats that are not
+ * there. 0 means do not cache.
+ */
+export function seatTypesTtlMs(seatTypes: readonly Pick<SeatTypeView, 'available'>[]): number {
+  if (seatTypes.every((seat) => seat.available > 200 || seat.available <= 0)) return 5 * 60_000;
+  if (seatTypes.some((seat) => seat.available > 0 && seat.available < 30)) return 0;
+  if (seatTypes.some((seat) => seat.available > 0 && seat.available < 100)) return 20_000;
+  return 60_000;
+}
+
+export interface Queries {
+  conference(id: string): Promise<ConferenceView | undefined>;
+  conferenceBySlug(slug: string): Promise<ConferenceView | undefined>;
+  publishedConferences(): Promise<ConferenceView[]>;
+  /** The seat types of a conference with their availability, possibly a little stale (seatTypesTtlMs). */
+  seatTypes(conferenceId: string): Promise<readonly SeatTypeView[]>;
+  /** The conference whose owner has this e-mail and access code. */
+  ownerLogin(email: string, accessCode: string): Promise<string | undefined>;
+  order(orderId: string): Promise<OrderView | undefined>;
+  findOrder(email: string, accessCode: string): Promise<OrderView | undefined>;
+  ordersOfConference(conferenceId: string): Promise<ConferenceOrderView[]>;
+  assignments(orderId: string): Promise<AssignmentsView | undefined>;
+  payment(paymentId: string): Promise<PaymentView | undefined>;
+}
+
+export function documentQueries(conferences: DocumentReader, orders: DocumentReader, clock: Clock): Queries {
+  const cache = new CacheAside({ name: 'seat-types', clock, ttlMs: 60_000, local: { maxEntries: 1000 } });
+  const conference = (id: string) => conferences.get<ConferenceView>(CONFERENCE, id);
+  return {
+    conference,
+    async conferenceBySlug(slug) {
+      const [found] = await conferences.find<ConferenceView>(CONFERENCE, slug);
+      return found;
+    },
+    async publishedConferences() {
+      return (await conferences.find<ConferenceView>(CONFERENCE)).filter((view) => view.isPublished);
+    },
+    async seatTypes(conferenceId) {
+      const key = `seatTypes:${conferenceId}`;
+      const cached = await cache.get<readonly SeatTypeView[]>(key);
+      if (cached !== undefined) return cached;
+      const seatTypes = (await conference(conferenceId))?.seatTypes ?? [];
+      const ttlMs = seatTypesTtlMs(seatTypes);
+      if (ttlMs > 0) await cache.set(key, seatTypes, { ttlMs });
+      return seatTypes;
+    },
+    async ownerLogin(email, accessCode) {
+      return (await conferences.get<OwnerLoginView>(OWNER_LOGIN, ownerLoginId(email, accessCode)))
+        ?.conferenceId;
+    },
+    order: (orderId) => orders.get<OrderView>(ORDER, orderId),
+    async findOrder(email, accessCode) {
+      const [found] = await orders.find<OrderView>(ORDER, orderLookup(email, accessCode));
+      return found;
+    },
+    ordersOfConference: (conferenceId) => orders.find<ConferenceOrderView>(CONFERENCE_ORDER, conferenceId),
+    assignments: (orderId) => orders.get<AssignmentsView>(ASSIGNMENTS, orderId),
+    payment: (paymentId) => orders.get<PaymentView>(PAYMENT, paymentId),
+  };
+}
