@@ -1,0 +1,383 @@
+/**
+ * The write side: a repository per aggregate, the handlers of every command (the same code whether a command runs
+ * in process or arrives on a queue), conference management, and the two reactions that cross aggregates without the
+ * process manager (seat quotas feeding availability; a confirmed order getting its seat assignments).
+ */
+import { type Clock, uuidv7 } from '@stratus/core';
+import {
+  AggregateRepository,
+  type CommandBus,
+  type CommandEnvelope,
+  type Decider,
+  type DomainEvent,
+  DuplicateEventIdError,
+  deterministicId,
+  type EventStore,
+  type HandleOptions,
+  type RecordedEvent,
+  WrongExpectedVersionError,
+} from '@stratus/eventsourcing';
+import { accessCode } from '../domain/access-code.js';
+import {
+  type Conference,
+  type ConferenceCommand,
+  type ConferenceState,
+  conferenceDecider,
+  type SeatTypeFields,
+} from '../domain/conference.js';
+import type {
+  CommandData,
+  CommandType,
+  ConferenceDetails,
+  ConferenceEvent,
+  OrderEvent,
+  Owner,
+  PaymentEvent,
+  SeatAssignmentsEvent,
+  SeatsAvailabilityEvent,
+} from '../domain/contracts.js';
+import { ConflictError, NotFoundError } from '../domain/errors.js';
+import { type OrderCommand, type OrderState, orderDecider } from '../domain/order.js';
+import { type PaymentCommand, type PaymentState, paymentDecider } from '../domain/payment.js';
+import type { SeatPrices } from '../domain/pricing.js';
+import {
+  type SeatAssignmentsCommand,
+  type SeatAssignmentsState,
+  seatAssignmentsDecider,
+} from '../domain/seat-assignments.js';
+import {
+  type SeatsAvailabilityCommand,
+  type SeatsAvailabilityState,
+  seatsAvailabilityDecider,
+  seatsAvailabilitySnapshots,
+} from '../domain/seats-availability.js';
+
+export interface Repositories {
+  readonly orders: AggregateRepository<OrderState, OrderEvent, OrderCommand>;
+  readonly seatsAvailability: AggregateRepository<
+    SeatsAvailabilityState,
+    SeatsAvailabilityEvent,
+    SeatsAvailabilityCommand
+  >;
+  readonly seatAssignments: AggregateRepository<
+    SeatAssignmentsState,
+    SeatAssignmentsEvent,
+    SeatAssignmentsCommand
+  >;
+  readonly payments: AggregateRepository<PaymentState, PaymentEvent, PaymentCommand>;
+  readonly conferences: AggregateRepository<ConferenceState, ConferenceEvent, ConferenceCommand>;
+}
+
+export function createRepositories(store: EventStore): Repositories {
+  return {
+    orders: new AggregateRepository(store, { category: 'order', decider: orderDecider }),
+    // The contended aggregate: snapshots bound its replay and the cache (the Journey's memento cache, trusted for a
+    // second) spares a read per command while commands for one conference come from one writer.
+    seatsAvailability: new AggregateRepository(store, {
+      category: 'seatsAvailability',
+      decider: seatsAvailabilityDecider,
+      snapshots: seatsAvailabilitySnapshots,
+      cache: {},
+    }),
+    seatAssignments: new AggregateRepository(store, {
+      category: 'seatAssignments',
+      decider: seatAssignmentsDecider,
+    }),
+    payments: new AggregateRepository(store, { category: 'payment', decider: paymentDecider }),
+    conferences: new AggregateRepository(store, { category: 'conference', decider: conferenceDecider }),
+  };
+}
+
+/** Up to this many events per decision get ids derived from the command's (no decision here makes more). */
+const EVENT_IDS_PER_COMMAND = 4;
+
+/**
+ * The events a command appends get ids derived from the command id and it becomes their correlation id: a command
+ * delivered twice (a crash before the queue heard it was done) appends nothing the second time, and replies such as
+ * SeatsReserved name the command they answer.
+ */
+function commandOptions(commandId: string): HandleOptions {
+  return {
+    correlationId: commandId,
+    eventIds: Array.from({ length: EVENT_IDS_PER_COMMAND }, (_, i) =>
+      deterministicId(commandId, 'event', String(i)),
+    ),
+  };
+}
+
+async function handleOnce<State, Event extends DomainEvent, Command>(
+  repository: AggregateRepository<State, Event, Command>,
+  decider: Decider<State, Event, Command>,
+  id: string,
+  command: Command,
+  commandId: string,
+): Promise<void> {
+  try {
+    await repository.handle(
+      id,
+      (state) => (decider.decide as NonNullable<typeof decider.decide>)(command, state),
+      {
+        ...commandOptions(commandId),
+      },
+    );
+  } catch (error) {
+    // Its events are in the store already: this is a redelivery of a command that was handled.
+    if (error instanceof DuplicateEventIdError) return;
+    throw error;
+  }
+}
+
+/**
+ * Serialises work per key within this process: the seat availability of one conference has a single writer here,
+ * as the queue's sessions give it a single writer across processes.
+ */
+export function keyedSerializer(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return (key, work) => {
+    const run = (tails.get(key) ?? Promise.resolve()).then(work, work);
+    const tail = run.then(
+      () => {},
+      () => {},
+    );
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return run;
+  };
+}
+
+export interface CommandHandlerDependencies {
+  readonly repositories: Repositories;
+  /** The seat prices of a conference, in cents (from the conference read model). */
+  prices(conferenceId: string): Promise<SeatPrices>;
+  readonly clock: Clock;
+  readonly reservationWindowMs: number;
+}
+
+type Handler<Type extends CommandType> = (command: CommandEnvelope<CommandData[Type]>) => Promise<void>;
+
+/** The handlers of `types` (default: every command), registered on `bus`. */
+export function registerCommandHandlers(
+  bus: CommandBus,
+  deps: CommandHandlerDependencies,
+  types?: readonly CommandType[],
+): void {
+  const { repositories, clock } = deps;
+  const order = (command: CommandEnvelope<{ orderId: string }>, decision: OrderCommand) =>
+    handleOnce(repositories.orders, orderDecider, command.data.orderId, decision, command.id);
+  const payment = (command: CommandEnvelope<{ paymentId: string }>, decision: PaymentCommand) =>
+    handleOnce(repositories.payments, paymentDecider, command.data.paymentId, decision, command.id);
+  const assignments = (
+    command: CommandEnvelope<{ assignmentsId: string }>,
+    decision: SeatAssignmentsCommand,
+  ) =>
+    handleOnce(
+      repositories.seatAssignments,
+      seatAssignmentsDecider,
+      command.data.assignmentsId,
+      decision,
+      command.id,
+    );
+  const serialize = keyedSerializer();
+  const availability = (
+    command: CommandEnvelope<{ conferenceId: string }>,
+    decision: SeatsAvailabilityCommand,
+  ) =>
+    serialize(command.data.conferenceId, () =>
+      handleOnce(
+        repositories.seatsAvailability,
+        seatsAvailabilityDecider,
+        command.data.conferenceId,
+        decision,
+        command.id,
+      ),
+    );
+
+  const handlers: { readonly [Type in CommandType]: Handler<Type> } = {
+    async RegisterToConference(command) {
+      const prices = await deps.prices(command.data.conferenceId);
+      await order(command, {
+        type: 'RegisterToConference',
+        data: {
+          ...command.data,
+          now: clock.now(),
+          accessCode: accessCode(),
+          prices,
+          reservationWindowMs: deps.reservationWindowMs,
+        },
+      });
+    },
+    async MarkSeatsAsReserved(command) {
+      const { conferenceId } = (await repositories.orders.load(command.data.orderId)).state;
+      const prices = await deps.prices(conferenceId);
+      await order(command, { type: 'MarkSeatsAsReserved', data: { ...command.data, prices } });
+    },
+    RejectOrder: (command) => order(command, { type: 'RejectOrder', data: command.data }),
+    AssignRegistrantDetails: (command) =>
+      order(command, { type: 'AssignRegistrantDetails', data: command.data }),
+    ConfirmOrder: (command) => order(command, { type: 'ConfirmOrder', data: command.data }),
+    MakeSeatReservation: (command) =>
+      availability(command, { type: 'MakeSeatReservation', data: command.data }),
+    CancelSeatReservation: (command) =>
+      availability(command, { type: 'CancelSeatReservation', data: command.data }),
+    CommitSeatReservation: (command) =>
+      availability(command, { type: 'CommitSeatReservation', data: command.data }),
+    AddSeats: (command) => availability(command, { type: 'AddSeats', data: command.data }),
+    RemoveSeats: (command) => availability(command, { type: 'RemoveSeats', data: command.data }),
+    AssignSeat: (command) => assignments(command, { type: 'AssignSeat', data: command.data }),
+    UnassignSeat: (command) => assignments(command, { type: 'UnassignSeat', data: command.data }),
+    InitiateThirdPartyProcessorPayment: (command) =>
+      payment(command, { type: 'InitiateThirdPartyProcessorPayment', data: command.data }),
+    CompleteThirdPartyProcessorPayment: (command) =>
+      payment(command, { type: 'CompleteThirdPartyProcessorPayment', data: command.data }),
+    CancelThirdPartyProcessorPayment: (command) =>
+      payment(command, { type: 'CancelThirdPartyProcessorPayment', data: command.data }),
+  };
+  for (const [type, handler] of Object.entries(handlers)) {
+    if (types === undefined || types.includes(type as CommandType))
+      bus.register(type, handler as Handler<CommandType>);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Conference management (the owner's side; CRUD in the Journey, event-sourced here)
+
+export interface NewConference {
+  readonly slug: string;
+  readonly owner: Owner;
+  readonly details: ConferenceDetails;
+}
+
+export class ConferenceManagement {
+  readonly #store: EventStore;
+  readonly #conferences: Repositories['conferences'];
+  readonly #clock: Clock;
+
+  constructor(store: EventStore, repositories: Repositories, clock: Clock) {
+    this.#store = store;
+    this.#conferences = repositories.conferences;
+    this.#clock = clock;
+  }
+
+  /**
+   * Validates, claims the slug (a stream per slug, created once: the index that keeps slugs unique), then records
+   * the conference. Throws ValidationError, or ConflictError for a slug already taken.
+   */
+  async create(input: NewConference): Promise<{ conferenceId: string; slug: string; accessCode: string }> {
+    const conferenceId = uuidv7(this.#clock.now());
+    const command: ConferenceCommand = {
+      type: 'CreateConference',
+      data: { conferenceId, accessCode: accessCode(), ...input },
+    };
+    (conferenceDecider.decide as NonNullable<typeof conferenceDecider.decide>)(command, null);
+    try {
+      await this.#store.appendToStream(
+        `conferenceSlug-${input.slug.toLowerCase()}`,
+        [{ type: 'SlugClaimed', data: { conferenceId } }],
+        { expectedVersion: 'no-stream' },
+      );
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError)
+        throw new ConflictError('The chosen conference slug is already taken.');
+      throw error;
+    }
+    await this.#conferences.handle(conferenceId, (state) => conferenceDecider.decide?.(command, state) ?? []);
+    return { conferenceId, slug: input.slug, accessCode: command.data.accessCode };
+  }
+
+  async get(conferenceId: string): Promise<Conference> {
+    const { state } = await this.#conferences.load(conferenceId);
+    if (state === null) throw new NotFoundError('Conference', conferenceId);
+    return state;
+  }
+
+  update(conferenceId: string, details: ConferenceDetails): Promise<void> {
+    return this.#decide({ type: 'UpdateConference', data: { conferenceId, details } });
+  }
+
+  publish(conferenceId: string): Promise<void> {
+    return this.#decide({ type: 'PublishConference', data: { conferenceId } });
+  }
+
+  unpublish(conferenceId: string): Promise<void> {
+    return this.#decide({ type: 'UnpublishConference', data: { conferenceId } });
+  }
+
+  async createSeat(conferenceId: string, fields: SeatTypeFields): Promise<string> {
+    const seatTypeId = uuidv7(this.#clock.now());
+    await this.#decide({ type: 'CreateSeat', data: { conferenceId, seatTypeId, ...fields } });
+    return seatTypeId;
+  }
+
+  updateSeat(conferenceId: string, seatTypeId: string, fields: Partial<SeatTypeFields>): Promise<void> {
+    return this.#decide({ type: 'UpdateSeat', data: { conferenceId, seatTypeId, ...fields } });
+  }
+
+  deleteSeat(conferenceId: string, seatTypeId: string): Promise<void> {
+    return this.#decide({ type: 'DeleteSeat', data: { conferenceId, seatTypeId } });
+  }
+
+  async #decide(command: ConferenceCommand): Promise<void> {
+    await this.#conferences.handle(
+      command.data.conferenceId,
+      (state) => conferenceDecider.decide?.(command, state) ?? [],
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reactions outside the process manager
+
+export interface IntegrationDependencies {
+  readonly repositories: Repositories;
+  /** Sends a command (to its queue); the id makes a resend after a crash a duplicate. */
+  send<Type extends CommandType>(type: Type, data: CommandData[Type], id: string): Promise<unknown>;
+}
+
+export const INTEGRATION_EVENTS = ['SeatCreated', 'SeatUpdated', 'SeatDeleted', 'OrderConfirmed'] as const;
+
+/**
+ * Seat quotas set by the owner become seats in the availability aggregate (the Journey's ConferenceViewModelGenerator
+ * sent AddSeats/RemoveSeats; a quota change by 0 sends nothing here), and a confirmed order gets its seat
+ * assignments, under the order's id so a redelivered OrderConfirmed cannot create a second set (quirk 10).
+ */
+export function integrationHandler(deps: IntegrationDependencies): (event: RecordedEvent) => Promise<void> {
+  return async (recorded) => {
+    const event = recorded as unknown as ConferenceEvent | OrderEvent;
+    const commandId = deterministicId(recorded.id, 'integration');
+    switch (event.type) {
+      case 'SeatCreated': {
+        const { conferenceId, seatTypeId, quantity } = event.data;
+        await deps.send('AddSeats', { conferenceId, seatTypeId, quantity }, commandId);
+        return;
+      }
+      case 'SeatUpdated': {
+        const { conferenceId, seatTypeId, quantity, previousQuantity } = event.data;
+        const change = quantity - previousQuantity;
+        if (change > 0)
+          await deps.send('AddSeats', { conferenceId, seatTypeId, quantity: change }, commandId);
+        if (change < 0)
+          await deps.send('RemoveSeats', { conferenceId, seatTypeId, quantity: -change }, commandId);
+        return;
+      }
+      case 'SeatDeleted': {
+        const { conferenceId, seatTypeId, quantity } = event.data;
+        await deps.send('RemoveSeats', { conferenceId, seatTypeId, quantity }, commandId);
+        return;
+      }
+      case 'OrderConfirmed': {
+        const { orderId } = event.data;
+        const { seats } = (await deps.repositories.orders.load(orderId)).state;
+        await handleOnce(
+          deps.repositories.seatAssignments,
+          seatAssignmentsDecider,
+          orderId,
+          { type: 'CreateSeatAssignments', data: { assignmentsId: orderId, orderId, seats } },
+          commandId,
+        );
+        return;
+      }
+    }
+  };
+}

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { uuidv7 } from '@stratus/core';
+import type { OrderStatus, OrderView } from '../read-models/order-view.js';
+import { configFromEnv } from './config.js';
+import { type ConferenceSystem, startConferenceSystem } from './system.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'conference-system-'));
+after(() => rmSync(directory, { recursive: true, force: true }));
+let systems = 0;
+
+async function start(env: Record<string, string> = {}): Promise<ConferenceSystem> {
+  return startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: join(directory, `s${++systems}`), ...env }));
+}
+
+const details = {
+  name: 'CQRS Summit',
+  description: 'All about CQRS',
+  location: 'Redmond',
+  tagline: 'Commands and queries',
+  twitterSearch: '#cqrs',
+  startDate: '2027-03-01',
+  endDate: '2027-03-03',
+};
+
+/** A published conference with two seat types whose seats the availability aggregate already counts. */
+async function publishedConference(system: ConferenceSystem, quotas: { general: number; workshop: number }) {
+  const { conferenceId } = await system.management.create({
+    slug: `conf${systems}${Math.floor(Math.random() * 1e6)}`,
+    owner: { name: 'Ann', email: 'ann@example.com' },
+    details,
+  });
+  const general = await system.management.createSeat(conferenceId, {
+    name: 'General',
+    description: 'Day pass',
+    priceCents: 19_900,
+    quantity: quotas.general,
+  });
+  const workshop = await system.management.createSeat(conferenceId, {
+    name: 'Workshop',
+    description: 'Hands on',
+    priceCents: 5_000,
+    quantity: quotas.workshop,
+  });
+  await system.management.publish(conferenceId);
+  const counted = await system.waitFor(async () => {
+    const seatTypes = (await system.queries.conference(conferenceId))?.seatTypes ?? [];
+    return seatTypes.length === 2 && seatTypes.every((seat) => seat.available === seat.quantity)
+      ? true
+      : undefined;
+  }, 10_000);
+  assert.equal(counted, true, 'the seats reached the availability view');
+  return { conferenceId, general, workshop };
+}
+
+function orderIn(
+  system: ConferenceSystem,
+  orderId: string,
+  ...statuses: OrderStatus[]
+): Promise<OrderView | undefined> {
+  return system.waitFor(async () => {
+    const order = await system.queries.order(orderId);
+    return order !== undefined && statuses.includes(order.status) ? order : undefined;
+  }, 10_000);
+}
+
+describe('the conference system on the embedded default', () => {
+  test('a registrant reserves, pays and gets seat assignments; seats are committed', async () => {
+    const system = await start();
+    try {
+      const { conferenceId, general, workshop } = await publishedConference(system, {
+        general: 10,
+        workshop: 5,
+      });
+      const orderId = uuidv7();
+      await system.commands.send('RegisterToConference', {
+        orderId,
+        conferenceId,
+        seats: [
+          { seatTypeId: general, quantity: 2 },
+          { seatTypeId: workshop, quantity: 1 },
+        ],
+      });
+      const reserved = await orderIn(system, orderId, 'reserved');
+      assert.equal(reserved?.totalCents, 2 * 19_900 + 5_000);
+      assert.deepEqual(
+        reserved?.lines.map((line) => [line.requested, line.reserved]),
+        [
+          [2, 2],
+          [1, 1],
+        ],
+      );
+      await system.commands.send('AssignRegistrantDetails', {
+        orderId,
+        firstName: 'Ann',
+        lastName: 'Lee',
+        email: 'ann@example.com',
+      });
+      const paymentId = uuidv7();
+      await system.commands.send('InitiateThirdPartyProcessorPayment', {
+        paymentId,
+        paymentSourceId: orderId,
+        conferenceId,
+        description: 'Registration for CQRS Summit',
+        totalCents: reserved?.totalCents ?? 0,
+      });
+      await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
+      const confirmed = await orderIn(system, orderId, 'confirmed');
+      assert.equal(confirmed?.reservationExpiresAt, null);
+      const assignments = await system.waitFor(() => system.queries.assignments(orderId), 10_000);
+      assert.deepEqual(
+        assignments?.seats.map((seat) => seat.seatTypeId),
+        [general, general, workshop],
+      );
+      const found = await system.queries.findOrder('ANN@example.com', confirmed?.accessCode ?? '');
+      assert.equal(found?.orderId, orderId);
+      const seatTypes = (await system.queries.conference(conferenceId))?.seatTypes;
+      assert.deepEqual(
+        seatTypes?.map((seat) => seat.available),
+        [8, 4],
+      );
+    } finally {
+      await system.stop();
+    }
+  });
+
+  test('an order asking for more than is left gets what remains, and the seats come back when it expires', async () => {
+    const system = await start({ RESERVATION_WINDOW_SECONDS: '1', RESERVATION_GRACE_SECONDS: '0.5' });
+    try {
+      const { conferenceId, general } = await publishedConference(system, { general: 3, workshop: 1 });
+      const orderId = uuidv7();
+      await system.commands.send('RegisterToConference', {
+        orderId,
+        conferenceId,
+        seats: [{ seatTypeId: general, quantity: 5 }],
+      });
+      const partial = await orderIn(system, orderId, 'partiallyReserved');
+      assert.deepEqual(
+        partial?.lines.map((line) => [line.requested, line.reserved, line.lineTotalCents]),
+        [[5, 3, 3 * 19_900]],
+      );
+      const expired = await orderIn(system, orderId, 'expired');
+      assert.ok(expired, 'the process expired the order after window + grace');
+      const released = await system.waitFor(async () => {
+        const seat = (await system.queries.conference(conferenceId))?.seatTypes[0];
+        return seat?.available === 3 ? seat : undefined;
+      }, 10_000);
+      assert.ok(released, 'the seats were released');
+    } finally {
+      await system.stop();
+    }
+  });
+
+  test('data survives a restart', async () => {
+    const dataDir = join(directory, 'restart');
+    const first = await startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: dataDir }));
+    const { conferenceId } = await publishedConference(first, { general: 4, workshop: 2 });
+    await first.stop();
+    const second = await startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: dataDir }));
+    try {
+      const conference = await second.queries.conference(conferenceId);
+      assert.equal(conference?.isPublished, true);
+      assert.deepEqual(
+        conference?.seatTypes.map((seat) => seat.available),
+        [4, 2],
+      );
+    } finally {
+      await second.stop();
+    }
+  });
+});
