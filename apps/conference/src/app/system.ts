@@ -23,7 +23,14 @@ import {
   sqliteDocumentProjection,
   sqliteDocumentReader,
 } from '@stratus/eventsourcing';
-import { type Consumer, Messaging, openSqlite, SqliteMessageBackend } from '@stratus/messaging';
+import {
+  type Consumer,
+  Messaging,
+  openSqlite,
+  QueueMetricsCollector,
+  SqliteMessageBackend,
+} from '@stratus/messaging';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { type CommandType, SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
 import {
   type RegistrationProcessEvent,
@@ -69,6 +76,8 @@ export interface ConferenceSystem {
   waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined>;
   /** Whether the system can serve: every background part is running. */
   ready(): boolean;
+  /** Adds the system's gauges (queues, view lag, process results) to a Prometheus registry. */
+  registerMetrics(registry: Registry): void;
   stop(): Promise<void>;
 }
 
@@ -153,7 +162,8 @@ export async function startConferenceSystem(
     workerBus.consume(SEATS_QUEUE, { concurrency: 16 }),
     router.consumeTimeouts(messaging, TIMEOUT_QUEUE, { concurrency: 4 }),
   ];
-  const runners = [conferenceView, orderView].map(
+  const views = [conferenceView, orderView];
+  const runners = views.map(
     (view) => new ProjectionRunner(store, target, sqliteDocumentProjection(view), { pollIntervalMs: 500 }),
   );
   const waiters = new Set<() => void>();
@@ -167,6 +177,9 @@ export async function startConferenceSystem(
   for (const run of running) run.catch(() => (failed = true));
   await Promise.all(runners.map((runner) => runner.caughtUp));
   const management = new ConferenceManagement(store, repositories, clock);
+  const queueMetrics = new QueueMetricsCollector(messaging, { intervalMs: 5000 }).start();
+  const processOutcomes = new Map<string, number>();
+  manager.events.on((event) => processOutcomes.set(event.type, (processOutcomes.get(event.type) ?? 0) + 1));
 
   return {
     config,
@@ -194,7 +207,43 @@ export async function startConferenceSystem(
       }
     },
     ready: () => !failed,
+    registerMetrics(registry) {
+      new Gauge({
+        name: 'conference_queue_messages',
+        help: 'Messages per queue and state (available, scheduled, locked, waiting, deadLettered)',
+        labelNames: ['queue', 'state'],
+        registers: [registry],
+        collect() {
+          for (const { queue, stats } of queueMetrics.samples) {
+            for (const state of ['available', 'scheduled', 'locked', 'waiting', 'deadLettered'] as const)
+              this.set({ queue, state }, stats[state]);
+          }
+        },
+      });
+      new Gauge({
+        name: 'conference_view_lag_events',
+        help: 'Events appended that a read model has not applied yet',
+        labelNames: ['view'],
+        registers: [registry],
+        async collect() {
+          for (const [i, runner] of runners.entries()) {
+            this.set({ view: views[i]?.name }, (await runner.lag()).events);
+          }
+        },
+      });
+      new Counter({
+        name: 'conference_process_manager_events_total',
+        help: 'What the registration process manager did, by kind (started, handled, ignored...)',
+        labelNames: ['kind'],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const [kind, count] of processOutcomes) this.inc({ kind }, count);
+        },
+      });
+    },
     async stop() {
+      queueMetrics.stop();
       for (const consumer of consumers) await consumer.close();
       for (const subscription of subscriptions) await subscription.stop();
       for (const runner of runners) await runner.stop();
