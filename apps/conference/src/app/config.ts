@@ -13,8 +13,14 @@ export interface ConferenceConfig {
   readonly dataDir: string;
   /** PostgreSQL for the event store, read models and process state when scaled out. */
   readonly databaseUrl: string | undefined;
+  /** The PostgreSQL schema holding everything (DATABASE_SCHEMA, default conference). */
+  readonly databaseSchema: string;
+  /** Connections per process (DATABASE_POOL_SIZE, default 10). */
+  readonly poolSize: number;
   /** Redis for the command queues and timeouts when scaled out. */
   readonly redisUrl: string | undefined;
+  /** Prefix of every Redis key (REDIS_PREFIX, default conference:). */
+  readonly redisPrefix: string;
   readonly reservationWindowMs: number;
   readonly reservationGraceMs: number;
 }
@@ -44,13 +50,28 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
       'separate web and worker processes share PostgreSQL: set DATABASE_URL',
     );
   }
+  const databaseSchema = env.DATABASE_SCHEMA ?? 'conference';
+  if (!/^[a-z_][a-z0-9_]{0,40}$/.test(databaseSchema))
+    throw new InvalidOptionsError(
+      'DATABASE_SCHEMA',
+      `expected a lower-case identifier, got ${JSON.stringify(databaseSchema)}`,
+    );
+  const poolSize = Number(env.DATABASE_POOL_SIZE ?? 10);
+  if (!Number.isInteger(poolSize) || poolSize < 2 || poolSize > 200)
+    throw new InvalidOptionsError(
+      'DATABASE_POOL_SIZE',
+      `expected 2 to 200, got ${JSON.stringify(env.DATABASE_POOL_SIZE)}`,
+    );
   return {
     role,
     port,
     host: env.HOST ?? '0.0.0.0',
     dataDir: resolve(env.STRATUS_DATA_DIR ?? '.data'),
     databaseUrl,
+    databaseSchema,
+    poolSize,
     redisUrl,
+    redisPrefix: env.REDIS_PREFIX ?? 'conference:',
     reservationWindowMs: positiveSeconds(env, 'RESERVATION_WINDOW_SECONDS', RESERVATION_WINDOW_MS),
     reservationGraceMs: positiveSeconds(env, 'RESERVATION_GRACE_SECONDS', RESERVATION_GRACE_MS),
   };

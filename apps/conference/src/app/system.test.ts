@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
+import { postgresForSuite, redisForSuite } from '@stratus/testkit';
 import type { OrderStatus, OrderView } from '../read-models/order-view.js';
 import { configFromEnv } from './config.js';
 import { type ConferenceSystem, startConferenceSystem } from './system.js';
@@ -12,9 +13,49 @@ const directory = mkdtempSync(join(tmpdir(), 'conference-system-'));
 after(() => rmSync(directory, { recursive: true, force: true }));
 let systems = 0;
 
-async function start(env: Record<string, string> = {}): Promise<ConferenceSystem> {
-  return startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: join(directory, `s${++systems}`), ...env }));
-}
+/** How a scenario gets a system: the web-facing one it drives, and a stop for everything it started. */
+type Deploy = (env?: Record<string, string>) => Promise<{ system: ConferenceSystem; stop(): Promise<void> }>;
+
+const embedded: Deploy = async (env = {}) => {
+  const system = await startConferenceSystem(
+    configFromEnv({ STRATUS_DATA_DIR: join(directory, `s${++systems}`), ...env }),
+  );
+  return { system, stop: () => system.stop() };
+};
+
+const postgres = await postgresForSuite('conference-system');
+const redis = await redisForSuite('conference-system');
+after(async () => {
+  await postgres.release();
+  await redis.release();
+});
+
+/** Scaled out: two workers and a web process apart (each with its own pools), on PostgreSQL and maybe Redis. */
+const distributed =
+  (queues: 'redis' | 'postgres'): Deploy =>
+  async (env = {}) => {
+    const shared = {
+      DATABASE_URL: postgres.url as string,
+      DATABASE_SCHEMA: `conference_${++systems}`,
+      DATABASE_POOL_SIZE: '4',
+      ...(queues === 'redis'
+        ? { REDIS_URL: redis.url as string, REDIS_PREFIX: `${redis.keyPrefix}${systems}:` }
+        : {}),
+      ...env,
+    };
+    const workers = [
+      await startConferenceSystem(configFromEnv({ ...shared, ROLE: 'worker' })),
+      await startConferenceSystem(configFromEnv({ ...shared, ROLE: 'worker' })),
+    ];
+    const system = await startConferenceSystem(configFromEnv({ ...shared, ROLE: 'web' }));
+    return {
+      system,
+      async stop() {
+        await system.stop();
+        for (const worker of workers) await worker.stop();
+      },
+    };
+  };
 
 const details = {
   name: 'CQRS Summit',
@@ -67,9 +108,9 @@ function orderIn(
   }, 10_000);
 }
 
-describe('the conference system on the embedded default', () => {
+function scenarios(deploy: Deploy): void {
   test('a registrant reserves, pays and gets seat assignments; seats are committed', async () => {
-    const system = await start();
+    const { system, stop } = await deploy();
     try {
       const { conferenceId, general, workshop } = await publishedConference(system, {
         general: 10,
@@ -123,12 +164,15 @@ describe('the conference system on the embedded default', () => {
         [8, 4],
       );
     } finally {
-      await system.stop();
+      await stop();
     }
   });
 
   test('an order asking for more than is left gets what remains, and the seats come back when it expires', async () => {
-    const system = await start({ RESERVATION_WINDOW_SECONDS: '1', RESERVATION_GRACE_SECONDS: '0.5' });
+    const { system, stop } = await deploy({
+      RESERVATION_WINDOW_SECONDS: '1',
+      RESERVATION_GRACE_SECONDS: '0.5',
+    });
     try {
       const { conferenceId, general } = await publishedConference(system, { general: 3, workshop: 1 });
       const orderId = uuidv7();
@@ -150,9 +194,13 @@ describe('the conference system on the embedded default', () => {
       }, 10_000);
       assert.ok(released, 'the seats were released');
     } finally {
-      await system.stop();
+      await stop();
     }
   });
+}
+
+describe('the conference system on the embedded default (SQLite)', () => {
+  scenarios(embedded);
 
   test('data survives a restart', async () => {
     const dataDir = join(directory, 'restart');
@@ -171,4 +219,14 @@ describe('the conference system on the embedded default', () => {
       await second.stop();
     }
   });
+});
+
+describe('the conference system scaled out (PostgreSQL + Redis, two workers, a web process)', {
+  skip: postgres.skip ?? redis.skip,
+}, () => {
+  scenarios(distributed('redis'));
+});
+
+describe('the conference system scaled out on PostgreSQL alone (queues too)', { skip: postgres.skip }, () => {
+  scenarios(distributed('postgres'));
 });

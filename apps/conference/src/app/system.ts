@@ -5,31 +5,18 @@
  * conference so each conference has a single writer. Events drive the process manager, the reactions and the read
  * models through checkpointed subscriptions and projection runners.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+
+import { LeaderElection } from '@stratus/coordination';
 import { type Clock, systemClock } from '@stratus/core';
 import {
   CommandBus,
-  type DocumentReader,
-  EventStore,
   ProcessManager,
   ProcessRouter,
-  ProjectionRunner,
   queueTimeoutScheduler,
   type RecordedEvent,
-  SqliteEventStore,
-  SqliteProjectionTarget,
   type Subscription,
-  sqliteDocumentProjection,
-  sqliteDocumentReader,
 } from '@stratus/eventsourcing';
-import {
-  type Consumer,
-  Messaging,
-  openSqlite,
-  QueueMetricsCollector,
-  SqliteMessageBackend,
-} from '@stratus/messaging';
+import { type Consumer, QueueMetricsCollector } from '@stratus/messaging';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type CommandType, SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
 import {
@@ -40,6 +27,7 @@ import {
 import { conferenceView } from '../read-models/conference-view.js';
 import { orderView } from '../read-models/order-view.js';
 import type { ConferenceConfig } from './config.js';
+import { openInfrastructure } from './infrastructure.js';
 import { documentQueries, type Queries } from './queries.js';
 import {
   ConferenceManagement,
@@ -67,6 +55,8 @@ const TIMEOUT_QUEUE = 'timeouts';
 
 export interface ConferenceSystem {
   readonly config: ConferenceConfig;
+  /** Where the data lives (for logs). */
+  readonly description: string;
   readonly clock: Clock;
   /** Runs web-issued commands in process; anything else goes to its queue. */
   readonly commands: CommandBus;
@@ -85,25 +75,28 @@ export interface StartOptions {
   readonly clock?: Clock;
 }
 
-/** Starts the embedded system: one process, one SQLite database in the data directory. */
+/**
+ * Starts the system's parts for the configured role: the web parts (in-process web commands, management, queries),
+ * the worker parts (command consumers, the process manager and reactions under one leader at a time, read-model
+ * runners, each single-active through its lease), or both in one process (the embedded default).
+ */
 export async function startConferenceSystem(
   config: ConferenceConfig,
   options: StartOptions = {},
 ): Promise<ConferenceSystem> {
   const clock = options.clock ?? systemClock;
-  mkdirSync(config.dataDir, { recursive: true });
-  const database = openSqlite(join(config.dataDir, 'conference.db'), { synchronous: 'NORMAL' });
-  const store = new EventStore({ backend: new SqliteEventStore({ database }), clock });
-  const messaging = new Messaging({ backend: new SqliteMessageBackend({ database }), clock });
+  const infrastructure = await openInfrastructure(config, clock);
+  const { store, messaging } = infrastructure;
   await messaging.createQueue(COMMAND_QUEUE);
   await messaging.createQueue(SEATS_QUEUE, { sessions: true });
   await messaging.createQueue(TIMEOUT_QUEUE);
-  const target = new SqliteProjectionTarget({ database });
-  const conferences: DocumentReader = sqliteDocumentReader(database, target, conferenceView.name);
-  const orders: DocumentReader = sqliteDocumentReader(database, target, orderView.name);
-  const queries = documentQueries(conferences, orders, clock);
+  const views = [conferenceView, orderView];
+  const queries = documentQueries(
+    infrastructure.reader(conferenceView),
+    infrastructure.reader(orderView),
+    clock,
+  );
   const repositories = createRepositories(store);
-
   const routing = {
     messaging,
     clock,
@@ -123,49 +116,61 @@ export async function startConferenceSystem(
       return new Map(seatTypes.map((seat) => [seat.id, seat.priceCents]));
     },
   };
-  // Everything the worker handles; the web bus keeps only the web's own commands local.
-  const workerBus = new CommandBus(routing);
-  registerCommandHandlers(workerBus, handlerDependencies);
+  // The web runs only the web's own commands locally; everything else goes to the queues.
   const webBus = new CommandBus(routing);
-  const allHandlers = new CommandBus(routing);
-  registerCommandHandlers(allHandlers, handlerDependencies);
-  for (const type of WEB_COMMANDS) {
-    webBus.register(type, (command) =>
-      allHandlers.send(type, command.data, { id: command.id }).then(() => {}),
-    );
-  }
-  // Process-manager and reaction commands always travel on queues.
-  const queuedBus = new CommandBus(routing);
+  registerCommandHandlers(webBus, handlerDependencies, WEB_COMMANDS);
+  const runsWorker = config.role !== 'web';
 
-  const manager = new ProcessManager<RegistrationProcessState, RegistrationProcessEvent>({
-    definition: registrationProcessDefinition({ graceMs: config.reservationGraceMs }),
-    store,
-    commands: queuedBus,
-    timeouts: queueTimeoutScheduler(messaging, TIMEOUT_QUEUE),
-    clock,
-  });
-  const router = new ProcessRouter([manager]);
-  const react = integrationHandler({
-    repositories,
-    send: (type, data, id) => queuedBus.send(type, data, { id }),
-  });
-  const reactionTypes = new Set<string>(INTEGRATION_EVENTS);
-  const subscriptions: Subscription[] = [
-    router.subscribe(store, { name: 'registration-process' }),
-    store.subscribe({
-      name: 'integration',
-      handler: (event: RecordedEvent) => (reactionTypes.has(event.type) ? react(event) : undefined),
-    }),
-  ];
-  const consumers: Consumer<unknown>[] = [
-    workerBus.consume(COMMAND_QUEUE, { concurrency: 16 }),
-    workerBus.consume(SEATS_QUEUE, { concurrency: 16 }),
-    router.consumeTimeouts(messaging, TIMEOUT_QUEUE, { concurrency: 4 }),
-  ];
-  const views = [conferenceView, orderView];
-  const runners = views.map(
-    (view) => new ProjectionRunner(store, target, sqliteDocumentProjection(view), { pollIntervalMs: 500 }),
-  );
+  const consumers: Consumer<unknown>[] = [];
+  const runners = runsWorker ? views.map((view) => infrastructure.runner(view)) : [];
+  const processOutcomes = new Map<string, number>();
+  let election: LeaderElection | undefined;
+  let failed = false;
+  if (runsWorker) {
+    const workerBus = new CommandBus(routing);
+    registerCommandHandlers(workerBus, handlerDependencies);
+    // Process-manager and reaction commands always travel on queues.
+    const queuedBus = new CommandBus(routing);
+    const manager = new ProcessManager<RegistrationProcessState, RegistrationProcessEvent>({
+      definition: registrationProcessDefinition({ graceMs: config.reservationGraceMs }),
+      store,
+      commands: queuedBus,
+      timeouts: queueTimeoutScheduler(messaging, TIMEOUT_QUEUE),
+      clock,
+    });
+    manager.events.on((event) => processOutcomes.set(event.type, (processOutcomes.get(event.type) ?? 0) + 1));
+    const router = new ProcessRouter([manager]);
+    const react = integrationHandler({
+      repositories,
+      send: (type, data, id) => queuedBus.send(type, data, { id }),
+    });
+    const reactionTypes = new Set<string>(INTEGRATION_EVENTS);
+    consumers.push(
+      workerBus.consume(COMMAND_QUEUE, { concurrency: 16 }),
+      workerBus.consume(SEATS_QUEUE, { concurrency: 16 }),
+      router.consumeTimeouts(messaging, TIMEOUT_QUEUE, { concurrency: 4 }),
+    );
+    // The event subscriptions run in one worker at a time: the leader's, until its term ends.
+    election = new LeaderElection({ store: infrastructure.leases, name: 'conference-subscriptions', clock });
+    election.onElected(async (term) => {
+      const subscriptions: Subscription[] = [
+        router.subscribe(store, { name: 'registration-process' }),
+        store.subscribe({
+          name: 'integration',
+          handler: (event: RecordedEvent) => (reactionTypes.has(event.type) ? react(event) : undefined),
+        }),
+      ];
+      await new Promise<void>((resolve) => {
+        if (term.signal.aborted) resolve();
+        else term.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      for (const subscription of subscriptions) await subscription.stop();
+    });
+    election.events.on((event) => {
+      if (event.type === 'work-failed') failed = true;
+    });
+    await election.start();
+  }
   const waiters = new Set<() => void>();
   for (const runner of runners) {
     runner.events.on((event) => {
@@ -173,16 +178,15 @@ export async function startConferenceSystem(
     });
   }
   const running = runners.map((runner) => runner.start());
-  let failed = false;
   for (const run of running) run.catch(() => (failed = true));
-  await Promise.all(runners.map((runner) => runner.caughtUp));
   const management = new ConferenceManagement(store, repositories, clock);
   const queueMetrics = new QueueMetricsCollector(messaging, { intervalMs: 5000 }).start();
-  const processOutcomes = new Map<string, number>();
-  manager.events.on((event) => processOutcomes.set(event.type, (processOutcomes.get(event.type) ?? 0) + 1));
+  // Without a view runner here, nothing wakes a waiter: poll the views briskly instead.
+  const pollMs = runners.length > 0 ? 250 : 25;
 
   return {
     config,
+    description: infrastructure.description,
     clock,
     commands: webBus,
     management,
@@ -194,9 +198,9 @@ export async function startConferenceSystem(
         if (answer !== undefined) return answer;
         const left = deadline - clock.now();
         if (left <= 0) return undefined;
-        // Woken by the next batch a view applies; the timer bounds the wait when views live in another process.
+        // Woken by the next batch a view applies here; the timer bounds the wait.
         await new Promise<void>((resolve) => {
-          const timer = clock.setTimeout(done, Math.min(left, 250));
+          const timer = clock.setTimeout(done, Math.min(left, pollMs));
           function done() {
             clock.clearTimeout(timer);
             waiters.delete(done);
@@ -222,7 +226,7 @@ export async function startConferenceSystem(
       });
       new Gauge({
         name: 'conference_view_lag_events',
-        help: 'Events appended that a read model has not applied yet',
+        help: 'Events appended that a read model has not applied yet (views this process runs)',
         labelNames: ['view'],
         registers: [registry],
         async collect() {
@@ -245,12 +249,10 @@ export async function startConferenceSystem(
     async stop() {
       queueMetrics.stop();
       for (const consumer of consumers) await consumer.close();
-      for (const subscription of subscriptions) await subscription.stop();
+      await election?.stop();
       for (const runner of runners) await runner.stop();
       await Promise.allSettled(running);
-      await messaging.close?.();
-      await store.close();
-      database.close();
+      await infrastructure.close();
     },
   };
 }

@@ -1,0 +1,111 @@
+/**
+ * The backends under the system, behind one shape: the embedded default keeps everything in one SQLite file; scaled
+ * out, PostgreSQL holds events, read models and leases, and Redis (or PostgreSQL, without REDIS_URL) the queues.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type LeaseStore, PostgresLeaseStore, SqliteLeaseStore } from '@stratus/coordination';
+import type { Clock } from '@stratus/core';
+import {
+  type DocumentProjectionDefinition,
+  type DocumentReader,
+  EventStore,
+  PostgresEventStore,
+  PostgresProjectionTarget,
+  ProjectionRunner,
+  postgresDocumentProjection,
+  postgresDocumentReader,
+  SqliteEventStore,
+  SqliteProjectionTarget,
+  sqliteDocumentProjection,
+  sqliteDocumentReader,
+} from '@stratus/eventsourcing';
+import {
+  type MessageBackend,
+  Messaging,
+  openSqlite,
+  PostgresMessageBackend,
+  RedisMessageBackend,
+  SqliteMessageBackend,
+} from '@stratus/messaging';
+import pg from 'pg';
+import type { ConferenceConfig } from './config.js';
+
+export interface Infrastructure {
+  /** What runs where, for logs and the README's table. */
+  readonly description: string;
+  readonly store: EventStore;
+  readonly messaging: Messaging;
+  readonly leases: LeaseStore;
+  reader(view: DocumentProjectionDefinition): DocumentReader;
+  /** A runner keeping `view` up to date (single-active across processes through the view's lease). */
+  runner(view: DocumentProjectionDefinition): ProjectionRunner<unknown>;
+  close(): Promise<void>;
+}
+
+const RUNNER_OPTIONS = { pollIntervalMs: 500 };
+
+export async function openInfrastructure(config: ConferenceConfig, clock: Clock): Promise<Infrastructure> {
+  return config.databaseUrl === undefined ? openEmbedded(config, clock) : openDistributed(config, clock);
+}
+
+function openEmbedded(config: ConferenceConfig, clock: Clock): Infrastructure {
+  mkdirSync(config.dataDir, { recursive: true });
+  const path = join(config.dataDir, 'conference.db');
+  const database = openSqlite(path, { synchronous: 'NORMAL' });
+  const store = new EventStore({ backend: new SqliteEventStore({ database }), clock });
+  const messaging = new Messaging({ backend: new SqliteMessageBackend({ database }), clock });
+  const target = new SqliteProjectionTarget({ database });
+  return {
+    description: `SQLite ${path}`,
+    store,
+    messaging,
+    leases: new SqliteLeaseStore({ database }),
+    reader: (view) => sqliteDocumentReader(database, target, view.name),
+    runner: (view) =>
+      new ProjectionRunner(
+        store,
+        target,
+        sqliteDocumentProjection(view),
+        RUNNER_OPTIONS,
+      ) as ProjectionRunner<unknown>,
+    async close() {
+      await messaging.close();
+      await store.close();
+      database.close();
+    },
+  };
+}
+
+function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure {
+  const schema = config.databaseSchema;
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
+  // An idle connection the server drops must not take the process down; the next query gets a fresh one.
+  pool.on('error', () => {});
+  const store = new EventStore({ backend: new PostgresEventStore({ pool, schema }), clock });
+  const queues: MessageBackend =
+    config.redisUrl === undefined
+      ? new PostgresMessageBackend({ pool, schema })
+      : new RedisMessageBackend({ url: config.redisUrl, keyPrefix: config.redisPrefix });
+  const messaging = new Messaging({ backend: queues, clock });
+  const target = new PostgresProjectionTarget({ pool, schema });
+  return {
+    description: `PostgreSQL schema "${schema}"${config.redisUrl === undefined ? '' : ', queues on Redis'}`,
+    store,
+    messaging,
+    leases: new PostgresLeaseStore({ pool, schema }),
+    reader: (view) => postgresDocumentReader(pool, target, view.name, { schema }),
+    runner: (view) =>
+      new ProjectionRunner(
+        store,
+        target,
+        postgresDocumentProjection(view, { schema }),
+        RUNNER_OPTIONS,
+      ) as ProjectionRunner<unknown>,
+    async close() {
+      await messaging.close();
+      await store.close();
+      await pool.end();
+    },
+  };
+}
