@@ -168,6 +168,50 @@ function scenarios(deploy: Deploy): void {
     }
   });
 
+  test('40 registrants race for 10 seats: exactly 10 are confirmed, none oversold', async () => {
+    const { system, stop } = await deploy();
+    try {
+      const { conferenceId, general } = await publishedConference(system, { general: 10, workshop: 1 });
+      const orderIds = Array.from({ length: 40 }, () => uuidv7());
+      await Promise.all(
+        orderIds.map((orderId) =>
+          system.commands.send('RegisterToConference', {
+            orderId,
+            conferenceId,
+            seats: [{ seatTypeId: general, quantity: 1 }],
+          }),
+        ),
+      );
+      const settled = await Promise.all(orderIds.map((id) => orderIn(system, id, 'reserved', 'rejected')));
+      const reserved = settled.filter((order) => order?.status === 'reserved');
+      assert.equal(reserved.length, 10, 'the reservations hand out exactly the quota');
+      assert.equal(settled.filter((order) => order?.status === 'rejected').length, 30);
+      await Promise.all(
+        reserved.map(async (order) => {
+          const paymentId = uuidv7();
+          await system.commands.send('InitiateThirdPartyProcessorPayment', {
+            paymentId,
+            paymentSourceId: order?.orderId ?? '',
+            conferenceId,
+            description: 'Registration',
+            totalCents: order?.totalCents ?? 0,
+          });
+          await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
+        }),
+      );
+      const confirmed = await Promise.all(
+        reserved.map((order) => orderIn(system, order?.orderId ?? '', 'confirmed')),
+      );
+      assert.equal(confirmed.filter((order) => order !== undefined).length, 10);
+      const seat = (await system.queries.conference(conferenceId))?.seatTypes.find(
+        (type) => type.id === general,
+      );
+      assert.equal(seat?.available, 0);
+    } finally {
+      await stop();
+    }
+  });
+
   test('an order asking for more than is left gets what remains, and the seats come back when it expires', async () => {
     const { system, stop } = await deploy({
       RESERVATION_WINDOW_SECONDS: '1',
