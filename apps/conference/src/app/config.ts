@@ -23,6 +23,11 @@ export interface ConferenceConfig {
   readonly redisPrefix: string;
   readonly reservationWindowMs: number;
   readonly reservationGraceMs: number;
+  /**
+   * How long a dead worker's work stays claimed before another takes it over (LEASE_SECONDS, default 10): the lock
+   * of a command being handled (renewed while it runs), the lead of the event subscriptions and of each read model.
+   */
+  readonly leaseMs: number;
 }
 
 function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number): number {
@@ -74,5 +79,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
     redisPrefix: env.REDIS_PREFIX ?? 'conference:',
     reservationWindowMs: positiveSeconds(env, 'RESERVATION_WINDOW_SECONDS', RESERVATION_WINDOW_MS),
     reservationGraceMs: positiveSeconds(env, 'RESERVATION_GRACE_SECONDS', RESERVATION_GRACE_MS),
+    leaseMs: positiveSeconds(env, 'LEASE_SECONDS', 10_000),
   };
 }

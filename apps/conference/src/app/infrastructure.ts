@@ -43,7 +43,9 @@ export interface Infrastructure {
   close(): Promise<void>;
 }
 
-const RUNNER_OPTIONS = { pollIntervalMs: 500 };
+function runnerOptions(config: ConferenceConfig) {
+  return { pollIntervalMs: 500, leaseMs: config.leaseMs };
+}
 
 export async function openInfrastructure(config: ConferenceConfig, clock: Clock): Promise<Infrastructure> {
   return config.databaseUrl === undefined ? openEmbedded(config, clock) : openDistributed(config, clock);
@@ -67,7 +69,7 @@ function openEmbedded(config: ConferenceConfig, clock: Clock): Infrastructure {
         store,
         target,
         sqliteDocumentProjection(view),
-        RUNNER_OPTIONS,
+        runnerOptions(config),
       ) as ProjectionRunner<unknown>,
     async close() {
       await messaging.close();
@@ -100,7 +102,7 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
         store,
         target,
         postgresDocumentProjection(view, { schema }),
-        RUNNER_OPTIONS,
+        runnerOptions(config),
       ) as ProjectionRunner<unknown>,
     async close() {
       await messaging.close();

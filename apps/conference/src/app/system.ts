@@ -87,9 +87,11 @@ export async function startConferenceSystem(
   const clock = options.clock ?? systemClock;
   const infrastructure = await openInfrastructure(config, clock);
   const { store, messaging } = infrastructure;
-  await messaging.createQueue(COMMAND_QUEUE);
-  await messaging.createQueue(SEATS_QUEUE, { sessions: true });
-  await messaging.createQueue(TIMEOUT_QUEUE);
+  // Consumers renew a lock while its handler runs, so a short one only bounds how long a dead worker holds work.
+  const queueOptions = { lockDurationMs: config.leaseMs, maxDeliveryCount: 5 };
+  await messaging.createQueue(COMMAND_QUEUE, queueOptions);
+  await messaging.createQueue(SEATS_QUEUE, { ...queueOptions, sessions: true });
+  await messaging.createQueue(TIMEOUT_QUEUE, queueOptions);
   const views = [conferenceView, orderView];
   const queries = documentQueries(
     infrastructure.reader(conferenceView),
@@ -151,7 +153,12 @@ export async function startConferenceSystem(
       router.consumeTimeouts(messaging, TIMEOUT_QUEUE, { concurrency: 4 }),
     );
     // The event subscriptions run in one worker at a time: the leader's, until its term ends.
-    election = new LeaderElection({ store: infrastructure.leases, name: 'conference-subscriptions', clock });
+    election = new LeaderElection({
+      store: infrastructure.leases,
+      name: 'conference-subscriptions',
+      leaseMs: config.leaseMs,
+      clock,
+    });
     election.onElected(async (term) => {
       const subscriptions: Subscription[] = [
         router.subscribe(store, { name: 'registration-process' }),
