@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
+import { EventStore, SqliteEventStore } from '@stratus/eventsourcing';
 import { postgresForSuite, redisForSuite } from '@stratus/testkit';
 import type { OrderStatus, OrderView } from '../read-models/order-view.js';
 import { configFromEnv } from './config.js';
@@ -245,6 +246,80 @@ function scenarios(deploy: Deploy): void {
 
 describe('the conference system on the embedded default (SQLite)', () => {
   scenarios(embedded);
+
+  test('hardening: a payment completed after the order expired confirms nothing (F22)', async () => {
+    const { system, stop } = await embedded({
+      RESERVATION_WINDOW_SECONDS: '0.5',
+      RESERVATION_GRACE_SECONDS: '0.3',
+    });
+    try {
+      const { conferenceId, general } = await publishedConference(system, { general: 5, workshop: 1 });
+      const orderId = uuidv7();
+      await system.commands.send('RegisterToConference', {
+        orderId,
+        conferenceId,
+        seats: [{ seatTypeId: general, quantity: 2 }],
+      });
+      const reserved = await orderIn(system, orderId, 'reserved');
+      const paymentId = uuidv7();
+      await system.commands.send('InitiateThirdPartyProcessorPayment', {
+        paymentId,
+        paymentSourceId: orderId,
+        conferenceId,
+        description: 'Registration',
+        totalCents: reserved?.totalCents ?? 0,
+      });
+      assert.ok(await orderIn(system, orderId, 'expired'));
+      await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
+      const paid = await system.waitFor(async () => {
+        const payment = await system.queries.payment(paymentId);
+        return payment?.status === 'completed' ? payment : undefined;
+      }, 10_000);
+      assert.ok(paid, 'the processor took the payment');
+      // The late payment reached a completed process: the seats stay released and the order expired.
+      const seats = await system.waitFor(async () => {
+        const seat = (await system.queries.conference(conferenceId))?.seatTypes[0];
+        return seat?.available === 5 ? seat : undefined;
+      }, 10_000);
+      assert.ok(seats);
+      assert.equal((await system.queries.order(orderId))?.status, 'expired');
+    } finally {
+      await stop();
+    }
+  });
+
+  test('hardening: an order stored by a web process that died before anything else still gets its seats (F23)', async () => {
+    const dataDir = join(directory, 'f23');
+    const system = await startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: dataDir }));
+    const outsider = new EventStore({
+      backend: new SqliteEventStore({ path: join(dataDir, 'conference.db') }),
+    });
+    try {
+      const { conferenceId, general } = await publishedConference(system, { general: 5, workshop: 1 });
+      // Only the order's events exist (written by another process); no command, no reply, nothing else.
+      const orderId = uuidv7();
+      await outsider.appendToStream(`order-${orderId}`, [
+        {
+          type: 'OrderPlaced',
+          data: {
+            orderId,
+            conferenceId,
+            seats: [{ seatTypeId: general, quantity: 2 }],
+            reservationAutoExpiration: Date.now() + 60_000,
+            accessCode: 'F23F23',
+          },
+        },
+      ]);
+      const reserved = await orderIn(system, orderId, 'reserved');
+      assert.deepEqual(
+        reserved?.lines.map((line) => line.reserved),
+        [2],
+      );
+    } finally {
+      await outsider.close();
+      await system.stop();
+    }
+  });
 
   test('data survives a restart', async () => {
     const dataDir = join(directory, 'restart');
