@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../app/system.js';
+import { apiRoutes } from './api.js';
 import { operationsRoutes } from './operations.js';
+import { pageRoutes } from './pages/index.js';
 
 export interface ServerOptions {
   /** pino options, or false for none (tests). Default: info level as JSON lines. */
@@ -14,5 +16,7 @@ export async function buildServer(
 ): Promise<FastifyInstance> {
   const app = Fastify({ logger: options.logger ?? { level: 'info' }, bodyLimit: 64 * 1024 });
   await app.register(operationsRoutes, { system });
+  await app.register(apiRoutes, { system });
+  await app.register(pageRoutes, { system });
   return app;
 }
