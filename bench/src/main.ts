@@ -21,6 +21,7 @@ import {
 } from './harness.js';
 import { buildResults, describeMachine, formatTable, type ResultsFile, writeResults } from './report.js';
 import { cacheSuite } from './suites/cache.js';
+import { conferenceSuite } from './suites/conference.js';
 import { coordinationSuite } from './suites/coordination.js';
 import { eventStoreSuite } from './suites/eventstore.js';
 import { messagingSuite } from './suites/messaging.js';
@@ -32,6 +33,7 @@ const suites: Record<string, Suite | SelfTimedSuite> = {
   eventstore: eventStoreSuite,
   cache: cacheSuite,
   coordination: coordinationSuite,
+  conference: conferenceSuite,
 };
 
 const quickSettings: HarnessSettings = {
