@@ -78,6 +78,9 @@ export interface ProjectionLag {
   readonly position: number;
 }
 
+/** How often a runner stores a position it moved over events its view ignores (when no applied batch did). */
+const POSITION_STORE_INTERVAL_MS = 1000;
+
 /** Runs the events of `events` through `apply`, synchronously until an apply returns a promise. */
 function applyAll<Tx>(
   tx: Tx,
@@ -113,6 +116,9 @@ export class ProjectionRunner<Tx> {
   readonly #activate: boolean;
   readonly #types: ReadonlySet<string> | undefined;
   #position = 0;
+  /** The position stored with the view (behind #position while only events the view ignores were read). */
+  #stored = 0;
+  #storedAt = 0;
   #lastEventAt = 0;
   #heldLease = false;
   /** This version serves reads (it activated, or found itself active). */
@@ -256,17 +262,20 @@ export class ProjectionRunner<Tx> {
       return false;
     }
     this.#position = state.position;
+    this.#stored = state.position;
     this.#lastEventAt = state.lastEventAt;
+    this.#storedAt = this.#clock.now();
     if (!had) this.#emit({ type: 'lease-acquired' });
     return true;
   }
 
   /** Applies one batch: 'applied', 'idle' (caught up) or 'superseded' (the lease or the position moved). */
   async #step(): Promise<'applied' | 'idle' | 'superseded'> {
-    const { name, version } = this.#projection;
     this.#signalled = false;
     const batch = await this.#store.readAll({ after: this.#position, maxCount: this.#batchSize });
     if (batch.length === 0) {
+      // Caught up: store the position passed over events the view ignores, so a restart does not read them again.
+      if (this.#stored < this.#position && !(await this.#commitPosition([]))) return 'superseded';
       this.#reachedEnd();
       this.#emit({ type: 'caught-up', position: this.#position });
       // Once this version serves, there is nothing more to activate: no query per idle step.
@@ -277,28 +286,10 @@ export class ProjectionRunner<Tx> {
     const types = this.#types;
     const relevant = types === undefined ? batch : batch.filter((event) => types.has(event.type));
     const from = this.#position;
-    const { apply, applyBatch } = this.#projection;
-    const write =
-      applyBatch !== undefined
-        ? (tx: Tx) =>
-            relevant.length === 0 ? undefined : applyBatch.call(this.#projection, tx, relevant, version)
-        : (tx: Tx) =>
-            applyAll(tx, relevant, 0, (t, event) =>
-              (apply as NonNullable<typeof apply>).call(this.#projection, t, event, version),
-            );
-    const committed = await this.#target.commit(
-      name,
-      version,
-      this.owner,
-      from,
-      last.globalPosition,
-      last.recordedAt,
-      write,
-    );
-    if (!committed) {
-      this.#heldLease = false;
-      return 'superseded';
-    }
+    // A batch with nothing for the view moves the position in memory only, stored at most once per interval: a view
+    // interested in a few event types does not pay a transaction for every batch of the others.
+    const deferred = relevant.length === 0 && this.#clock.now() - this.#storedAt < POSITION_STORE_INTERVAL_MS;
+    if (!deferred && !(await this.#commitPosition(relevant, last))) return 'superseded';
     let gaps = 0;
     let previous = from;
     for (const event of batch) {
@@ -307,6 +298,7 @@ export class ProjectionRunner<Tx> {
     }
     this.#position = last.globalPosition;
     this.#lastEventAt = last.recordedAt;
+    if (!deferred) this.#markStored();
     this.#emit({
       type: 'batch-applied',
       from,
@@ -316,6 +308,45 @@ export class ProjectionRunner<Tx> {
       lagMs: Math.max(0, this.#clock.now() - last.recordedAt),
     });
     return 'applied';
+  }
+
+  /**
+   * Commits `relevant` (applied by the projection) and moves the stored position to `last` (default: the position
+   * read so far) in one transaction; false when another runner took the view over.
+   */
+  async #commitPosition(relevant: readonly RecordedEvent[], last?: RecordedEvent): Promise<boolean> {
+    const { name, version } = this.#projection;
+    const { apply, applyBatch } = this.#projection;
+    const write =
+      applyBatch !== undefined
+        ? (tx: Tx) =>
+            relevant.length === 0 ? undefined : applyBatch.call(this.#projection, tx, relevant, version)
+        : (tx: Tx) =>
+            applyAll(tx, relevant, 0, (t, event) =>
+              (apply as NonNullable<typeof apply>).call(this.#projection, t, event, version),
+            );
+    const position = last?.globalPosition ?? this.#position;
+    const lastEventAt = last?.recordedAt ?? this.#lastEventAt;
+    const committed = await this.#target.commit(
+      name,
+      version,
+      this.owner,
+      this.#stored,
+      position,
+      lastEventAt,
+      write,
+    );
+    if (!committed) {
+      this.#heldLease = false;
+      return false;
+    }
+    if (last === undefined) this.#markStored();
+    return true;
+  }
+
+  #markStored(): void {
+    this.#stored = this.#position;
+    this.#storedAt = this.#clock.now();
   }
 
   async #activateIfNeeded(): Promise<void> {

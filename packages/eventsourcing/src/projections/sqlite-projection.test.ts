@@ -221,6 +221,31 @@ describe('ProjectionRunner on SQLite', () => {
     assert.equal(rows(database, 1).length, 4);
   });
 
+  it('passes over events the view ignores without a commit per batch, and stores that position once caught up', async () => {
+    const clock = new VirtualClock({ now: 1_000_000 });
+    const { database, store, target } = open(clock);
+    let commits = 0;
+    const counting: typeof target = Object.create(target, {
+      commit: {
+        value: (...args: Parameters<typeof target.commit>) => {
+          commits++;
+          return target.commit(...args);
+        },
+      },
+    });
+    for (let i = 1; i <= 20; i++) await store.appendToStream(`audit-${i}`, [{ type: 'Noted', data: {} }]);
+    const runner = new ProjectionRunner(store, counting, ordersView, { batchSize: 1, pollIntervalMs: 50 });
+    const running = runner.start();
+    await runner.caughtUp;
+    assert.equal(commits, 1, '20 batches of ignored events, one commit of the position once caught up');
+    assert.equal((await target.versions('orders'))[0]?.position, await store.headPosition());
+    await store.appendToStream('order-1', [{ type: 'OrderPlaced', data: { seats: 1 } }]);
+    await waitUntil(() => rows(database, 1).length === 1, 'the relevant event is applied');
+    assert.equal(commits, 2);
+    await runner.stop();
+    await running;
+  });
+
   it('refuses an asynchronous apply on SQLite and bad options', async () => {
     const { store, target } = open();
     await store.appendToStream('order-1', [{ type: 'OrderPlaced', data: { seats: 1 } }]);
