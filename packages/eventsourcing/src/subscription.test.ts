@@ -68,6 +68,31 @@ describe('Subscription', () => {
     await latest.stop();
   });
 
+  it('with checkpointEveryMs, stores the checkpoint once per interval while busy and once caught up', async () => {
+    const { store, clock } = openStore();
+    await append(store, 'a-1', 1, 2, 3, 4, 5, 6);
+    const saved: number[] = [];
+    const handled: unknown[] = [];
+    const subscription = store.subscribe({
+      name: 'throttled',
+      batchSize: 1,
+      checkpointEveryMs: 1000,
+      handler: async (event) => {
+        handled.push(event.data);
+        if (event.data === 3) await clock.advance(1000);
+      },
+    });
+    subscription.events.on((event) => {
+      if (event.type === 'checkpointed') saved.push(event.position);
+    });
+    await subscription.caughtUp;
+    // The first batch, the first after the interval passed, and the position once caught up.
+    assert.deepEqual(saved, [1, 3, 6]);
+    assert.deepEqual(handled, [1, 2, 3, 4, 5, 6]);
+    assert.equal(await store.backend.loadCheckpoint('throttled'), 6);
+    await subscription.stop();
+  });
+
   it('retries a failing event after the backoff, without skipping it or going past it', async () => {
     const { store, clock } = openStore();
     await append(store, 'a-1', 1, 2, 3);
