@@ -11,6 +11,7 @@ import { EventStore } from '../event-store.js';
 import { PostgresEventStore } from '../postgres/postgres-event-store.js';
 import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
 import {
+  type DocumentKey,
   type DocumentProjectionDefinition,
   type DocumentReader,
   postgresDocumentProjection,
@@ -65,9 +66,16 @@ const sneaky: DocumentProjectionDefinition = {
 
 async function exercise<Tx>(
   store: EventStore,
-  runner: (projection: DocumentProjectionDefinition) => ProjectionRunner<Tx>,
+  runner: (
+    projection: DocumentProjectionDefinition,
+    onChange: (keys: readonly DocumentKey[]) => void,
+  ) => ProjectionRunner<Tx>,
   reader: DocumentReader,
 ) {
+  const changed = new Set<string>();
+  const onChange = (keys: readonly DocumentKey[]) => {
+    for (const key of keys) changed.add(`${key.collection}/${key.id}`);
+  };
   const add = (cart: string, owner: string, type: string) =>
     store.appendToStream(`cart-${cart}`, [{ type, data: { cart, owner } }]);
   await add('c1', 'ann', 'CartOpened');
@@ -77,7 +85,7 @@ async function exercise<Tx>(
   await add('c1', 'ann', 'ItemAdded');
   await add('c2', 'ann', 'CheckedOut');
 
-  const running = runner(carts);
+  const running = runner(carts, onChange);
   void running.start();
   await running.caughtUp;
   await waitUntil(async () => (await reader.get('cart', 'c1')) !== undefined, 'the view is active');
@@ -89,6 +97,7 @@ async function exercise<Tx>(
     ['c1', 'c3'],
   );
   assert.deepEqual(await reader.get('owner', 'ann'), { checkouts: 1 });
+  assert.deepEqual([...changed].sort(), ['cart/c1', 'cart/c2', 'cart/c3', 'owner/ann']);
 
   await add('c1', 'ann', 'CheckedOut');
   await waitUntil(async () => (await reader.get('owner', 'ann')) !== undefined, 'live');
@@ -99,7 +108,10 @@ async function exercise<Tx>(
   assert.deepEqual(await reader.find('cart', 'ann'), []);
   await running.stop();
 
-  await assert.rejects(runner(sneaky).start(), /sneaky touched cart\/not-declared .* without declaring it/);
+  await assert.rejects(
+    runner(sneaky, onChange).start(),
+    /sneaky touched cart\/not-declared .* without declaring it/,
+  );
 }
 
 describe('document projections on SQLite', () => {
@@ -112,8 +124,8 @@ describe('document projections on SQLite', () => {
     const target = new SqliteProjectionTarget({ database });
     await exercise(
       store,
-      (definition) =>
-        new ProjectionRunner(store, target, sqliteDocumentProjection(definition), {
+      (definition, onChange) =>
+        new ProjectionRunner(store, target, sqliteDocumentProjection(definition, { onChange }), {
           batchSize: 4,
           pollIntervalMs: 20,
         }),
@@ -138,12 +150,17 @@ describe('document projections on PostgreSQL', { skip: suite.skip }, () => {
     const schema = 'docs';
     const store = new EventStore({ backend: new PostgresEventStore({ pool, schema }) });
     const target = new PostgresProjectionTarget({ pool, schema });
-    const projection = (definition: DocumentProjectionDefinition): Projection<pg.PoolClient> =>
-      postgresDocumentProjection(definition, { schema });
+    const projection = (
+      definition: DocumentProjectionDefinition,
+      onChange: (keys: readonly DocumentKey[]) => void,
+    ): Projection<pg.PoolClient> => postgresDocumentProjection(definition, { schema, onChange });
     await exercise(
       store,
-      (definition) =>
-        new ProjectionRunner(store, target, projection(definition), { batchSize: 4, pollIntervalMs: 20 }),
+      (definition, onChange) =>
+        new ProjectionRunner(store, target, projection(definition, onChange), {
+          batchSize: 4,
+          pollIntervalMs: 20,
+        }),
       postgresDocumentReader(pool, target, 'carts', { schema }),
     );
     await store.close();

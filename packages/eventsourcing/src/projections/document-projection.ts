@@ -33,6 +33,14 @@ export interface DocumentProjectionDefinition {
   apply(event: RecordedEvent, session: DocumentSession): void;
 }
 
+export interface DocumentProjectionOptions {
+  /**
+   * Told which documents a batch wrote, as it writes them (before the commit; rolled-back batches are told too): lets
+   * a process wake exactly the readers waiting for those documents instead of all of them.
+   */
+  readonly onChange?: (keys: readonly DocumentKey[]) => void;
+}
+
 interface Change {
   readonly key: DocumentKey;
   /** undefined: deleted. */
@@ -115,9 +123,15 @@ function eventsOfInterest(definition: DocumentProjectionDefinition): Pick<Projec
   return definition.eventTypes === undefined ? {} : { eventTypes: definition.eventTypes };
 }
 
+function notify(options: DocumentProjectionOptions, changes: readonly Change[]): void {
+  if (options.onChange !== undefined && changes.length > 0)
+    options.onChange(changes.map((change) => change.key));
+}
+
 /** The definition as a projection into SQLite (documents as JSON text). */
 export function sqliteDocumentProjection(
   definition: DocumentProjectionDefinition,
+  options: DocumentProjectionOptions = {},
 ): Projection<SqliteDatabase> {
   checkDefinition(definition);
   return {
@@ -143,10 +157,12 @@ export function sqliteDocumentProjection(
          ON CONFLICT (collection, id) DO UPDATE SET lookup = excluded.lookup, doc = excluded.doc`,
       );
       const remove = db.prepare(`DELETE FROM ${table} WHERE collection = ? AND id = ?`);
-      for (const { key, doc, lookup } of applyInMemory(definition, events, loaded)) {
+      const changes = applyInMemory(definition, events, loaded);
+      for (const { key, doc, lookup } of changes) {
         if (doc === undefined) remove.run(key.collection, key.id);
         else upsert.run(key.collection, key.id, lookup, JSON.stringify(doc));
       }
+      notify(options, changes);
     },
     teardown(db, version) {
       db.exec(`DROP TABLE IF EXISTS ${documentTable(definition.name, version)}`);
@@ -157,7 +173,7 @@ export function sqliteDocumentProjection(
 /** The definition as a projection into PostgreSQL (jsonb documents in `schema`): three round trips per batch. */
 export function postgresDocumentProjection(
   definition: DocumentProjectionDefinition,
-  options: { readonly schema: string },
+  options: DocumentProjectionOptions & { readonly schema: string },
 ): Projection<PoolClient> {
   checkDefinition(definition);
   const table = (version: number) => `"${options.schema}".${documentTable(definition.name, version)}`;
@@ -201,6 +217,7 @@ export function postgresDocumentProjection(
           [deletes.map((change) => change.key.collection), deletes.map((change) => change.key.id)],
         );
       }
+      notify(options, changes);
     },
     async teardown(client, version) {
       await client.query(`DROP TABLE IF EXISTS ${table(version)}`);
