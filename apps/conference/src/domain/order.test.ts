@@ -187,6 +187,12 @@ describe('RegisterToConference', () => {
 });
 
 describe('MarkSeatsAsReserved', () => {
+  test('refuses a reservation with a negative or fractional quantity, or a seat type twice', () => {
+    for (const seats of [[general(-1)], [general(1.5)], [general(1), general(2)]]) {
+      assert.throws(() => given(orderDecider, placed).when(markAsReserved(seats)), ValidationError);
+    }
+  });
+
   test('with fewer seats than asked: partially reserved, priced again on the reserved seats', () => {
     assert.deepEqual(given(orderDecider, placed).when(markAsReserved([general(3)])), [
       {

@@ -128,6 +128,12 @@ function register(data: Data<'RegisterToConference'>, state: OrderState): OrderE
 function markAsReserved(data: Data<'MarkSeatsAsReserved'>, state: OrderState): OrderEvent[] {
   assertModifiable(state);
   const { orderId, expiration: reservationExpiration } = data;
+  const seen = new Set<string>();
+  for (const { seatTypeId, quantity } of data.seats) {
+    if (!Number.isInteger(quantity) || quantity < 0 || seen.has(seatTypeId))
+      throw new ValidationError({ seats: 'Invalid reservation.' }, 'Invalid reservation.');
+    seen.add(seatTypeId);
+  }
   const reserved = copySeats(data.seats);
   const complete = state.seats.every(
     (wanted) =>
