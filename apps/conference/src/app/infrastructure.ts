@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { type LeaseStore, PostgresLeaseStore, SqliteLeaseStore } from '@stratus/coordination';
 import type { Clock } from '@stratus/core';
 import {
+  type DocumentKey,
   type DocumentProjectionDefinition,
   type DocumentReader,
   EventStore,
@@ -38,8 +39,14 @@ export interface Infrastructure {
   readonly messaging: Messaging;
   readonly leases: LeaseStore;
   reader(view: DocumentProjectionDefinition): DocumentReader;
-  /** A runner keeping `view` up to date (single-active across processes through the view's lease). */
-  runner(view: DocumentProjectionDefinition): ProjectionRunner<unknown>;
+  /**
+   * A runner keeping `view` up to date (single-active across processes through the view's lease); `onChange` hears
+   * which documents each batch writes.
+   */
+  runner(
+    view: DocumentProjectionDefinition,
+    onChange: (keys: readonly DocumentKey[]) => void,
+  ): ProjectionRunner<unknown>;
   close(): Promise<void>;
 }
 
@@ -64,11 +71,11 @@ function openEmbedded(config: ConferenceConfig, clock: Clock): Infrastructure {
     messaging,
     leases: new SqliteLeaseStore({ database }),
     reader: (view) => sqliteDocumentReader(database, target, view.name),
-    runner: (view) =>
+    runner: (view, onChange) =>
       new ProjectionRunner(
         store,
         target,
-        sqliteDocumentProjection(view),
+        sqliteDocumentProjection(view, { onChange }),
         runnerOptions(config),
       ) as ProjectionRunner<unknown>,
     async close() {
@@ -97,11 +104,11 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
     messaging,
     leases: new PostgresLeaseStore({ pool, schema }),
     reader: (view) => postgresDocumentReader(pool, target, view.name, { schema }),
-    runner: (view) =>
+    runner: (view, onChange) =>
       new ProjectionRunner(
         store,
         target,
-        postgresDocumentProjection(view, { schema }),
+        postgresDocumentProjection(view, { schema, onChange }),
         runnerOptions(config),
       ) as ProjectionRunner<unknown>,
     async close() {

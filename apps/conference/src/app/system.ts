@@ -36,6 +36,7 @@ import {
   integrationHandler,
   registerCommandHandlers,
 } from './services.js';
+import { DocumentWaits } from './waiting.js';
 
 /** Commands issued on the web (a registrant's or owner's request), run in the web process. */
 const WEB_COMMANDS: readonly CommandType[] = [
@@ -93,9 +94,12 @@ export async function startConferenceSystem(
   await messaging.createQueue(SEATS_QUEUE, { ...queueOptions, sessions: true });
   await messaging.createQueue(TIMEOUT_QUEUE, queueOptions);
   const views = [conferenceView, orderView];
+  const runsWorker = config.role !== 'web';
+  // Without a view runner here, nothing reports changes: poll the views briskly instead.
+  const waits = new DocumentWaits(clock, runsWorker ? 250 : 25);
   const queries = documentQueries(
-    infrastructure.reader(conferenceView),
-    infrastructure.reader(orderView),
+    waits.track(infrastructure.reader(conferenceView)),
+    waits.track(infrastructure.reader(orderView)),
     clock,
   );
   const repositories = createRepositories(store);
@@ -121,10 +125,11 @@ export async function startConferenceSystem(
   // The web runs only the web's own commands locally; everything else goes to the queues.
   const webBus = new CommandBus(routing);
   registerCommandHandlers(webBus, handlerDependencies, WEB_COMMANDS);
-  const runsWorker = config.role !== 'web';
 
   const consumers: Consumer<unknown>[] = [];
-  const runners = runsWorker ? views.map((view) => infrastructure.runner(view)) : [];
+  const runners = runsWorker
+    ? views.map((view) => infrastructure.runner(view, (keys) => waits.changed(keys)))
+    : [];
   const processOutcomes = new Map<string, number>();
   let election: LeaderElection | undefined;
   let failed = false;
@@ -160,10 +165,12 @@ export async function startConferenceSystem(
       clock,
     });
     election.onElected(async (term) => {
+      // Both handle events idempotently, so a crash may replay up to a second of them: one checkpoint a second.
       const subscriptions: Subscription[] = [
-        router.subscribe(store, { name: 'registration-process' }),
+        router.subscribe(store, { name: 'registration-process', checkpointEveryMs: 1000 }),
         store.subscribe({
           name: 'integration',
+          checkpointEveryMs: 1000,
           handler: (event: RecordedEvent) => (reactionTypes.has(event.type) ? react(event) : undefined),
         }),
       ];
@@ -178,18 +185,10 @@ export async function startConferenceSystem(
     });
     await election.start();
   }
-  const waiters = new Set<() => void>();
-  for (const runner of runners) {
-    runner.events.on((event) => {
-      if (event.type === 'batch-applied') for (const wake of waiters) wake();
-    });
-  }
   const running = runners.map((runner) => runner.start());
   for (const run of running) run.catch(() => (failed = true));
   const management = new ConferenceManagement(store, repositories, clock);
   const queueMetrics = new QueueMetricsCollector(messaging, { intervalMs: 5000 }).start();
-  // Without a view runner here, nothing wakes a waiter: poll the views briskly instead.
-  const pollMs = runners.length > 0 ? 250 : 25;
 
   return {
     config,
@@ -198,25 +197,7 @@ export async function startConferenceSystem(
     commands: webBus,
     management,
     queries,
-    async waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number) {
-      const deadline = clock.now() + timeoutMs;
-      for (;;) {
-        const answer = await check();
-        if (answer !== undefined) return answer;
-        const left = deadline - clock.now();
-        if (left <= 0) return undefined;
-        // Woken by the next batch a view applies here; the timer bounds the wait.
-        await new Promise<void>((resolve) => {
-          const timer = clock.setTimeout(done, Math.min(left, pollMs));
-          function done() {
-            clock.clearTimeout(timer);
-            waiters.delete(done);
-            resolve();
-          }
-          waiters.add(done);
-        });
-      }
-    },
+    waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     ready: () => !failed,
     registerMetrics(registry) {
       new Gauge({
