@@ -95,6 +95,60 @@ describe('ProcessRouter', () => {
     assert.equal(sender.ofType('MakeSeatReservation').length, 2);
   });
 
+  it('with concurrency, handles different processes at once and each process in order', async () => {
+    const store = new EventStore({ backend: new MemoryEventStore() });
+    const seen: string[] = [];
+    let inFlight = 0;
+    let mostInFlight = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // Records each handling; the first order's events wait until three processes are in flight at once.
+    const tracing: ProcessDefinition<{ steps: number }, ProcessEvent<string, { orderId: string }>> = {
+      name: 'trace',
+      startedBy: ['Placed'],
+      correlate: (event) => event.data.orderId,
+      initialState: () => ({ steps: 0 }),
+      handle: (state, event) => {
+        seen.push(`${event.data.orderId}:${event.type}`);
+        return { state: { steps: state.steps + 1 } };
+      },
+    };
+    const manager = new ProcessManager({ definition: tracing, store, commands: new RecordingSender() });
+    const handle = manager.handle.bind(manager);
+    manager.handle = async (event) => {
+      inFlight++;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+      if (mostInFlight >= 3) open();
+      if ((event.data as { orderId: string }).orderId === 'o-1') await gate;
+      try {
+        return await handle(event);
+      } finally {
+        inFlight--;
+      }
+    };
+    for (const orderId of ['o-1', 'o-2', 'o-3']) {
+      await store.appendToStream(`order-${orderId}`, [
+        { type: 'Placed', data: { orderId } },
+        { type: 'Paid', data: { orderId } },
+      ]);
+    }
+    const subscription = new ProcessRouter([manager]).subscribe(store, { name: 'routed', concurrency: 4 });
+    await subscription.caughtUp;
+    assert.equal(mostInFlight, 3);
+    for (const orderId of ['o-1', 'o-2', 'o-3']) {
+      const mine = seen.filter((step) => step.startsWith(orderId));
+      assert.deepEqual(mine, [`${orderId}:Placed`, `${orderId}:Paid`]);
+      assert.equal((await manager.read(orderId)).state.steps, 2);
+    }
+    assert.throws(
+      () => new ProcessRouter([manager]).subscribe(store, { name: 'x', concurrency: 0 }),
+      /concurrency/,
+    );
+    await subscription.stop();
+  });
+
   it('routes the events a publisher sends to a queue, a republished one recognised', async () => {
     const store = new EventStore({ backend: new MemoryEventStore() });
     const messaging = new Messaging({ backend: new MemoryMessageBackend() });

@@ -1,4 +1,4 @@
-import { InvalidOptionsError } from '@stratus/core';
+import { assertCount, InvalidOptionsError } from '@stratus/core';
 import type { Consumer, ConsumerOptions, Messaging } from '@stratus/messaging';
 import type { RecordedEvent } from '../backend.js';
 import type { EventStore } from '../event-store.js';
@@ -14,6 +14,12 @@ type AnyProcessManager = ProcessManager<any, any>;
 export type RouterSubscriptionOptions = Omit<SubscriptionOptions, 'handler' | 'handleBatch'> & {
   /** Names the checkpoint: the router resumes after the last event it routed. */
   readonly name: string;
+  /**
+   * Processes whose events are handled at once (default 1: one event at a time). Each process still sees its events
+   * one by one in order; different processes do not wait for each other, so a round trip per step no longer bounds
+   * the throughput of all of them.
+   */
+  readonly concurrency?: number;
 };
 
 /**
@@ -57,7 +63,41 @@ export class ProcessRouter {
   subscribe(store: EventStore, options: RouterSubscriptionOptions): Subscription {
     if (typeof options !== 'object' || options === null || typeof options.name !== 'string')
       throw new InvalidOptionsError('options.name', 'expected a checkpoint name');
-    return store.subscribe({ ...options, handler: async (event) => void (await this.route(event)) });
+    const { concurrency = 1, ...subscription } = options;
+    assertCount('concurrency', concurrency, 1);
+    if (concurrency === 1)
+      return store.subscribe({ ...subscription, handler: async (event) => void (await this.route(event)) });
+    return store.subscribe({
+      ...subscription,
+      handleBatch: (events) => this.#routeConcurrently(events, concurrency),
+    });
+  }
+
+  /** Routes a batch: each process's events in order, up to `concurrency` processes at a time. */
+  async #routeConcurrently(events: readonly RecordedEvent[], concurrency: number): Promise<void> {
+    const lanes = new Map<string, { manager: AnyProcessManager; events: RecordedEvent[] }>();
+    for (const event of events) {
+      for (const manager of this.#managers.values()) {
+        const processId = manager.definition.correlate(event);
+        if (processId === undefined) continue;
+        const key = `${manager.name}\u0000${processId}`;
+        const lane = lanes.get(key) ?? { manager, events: [] };
+        lanes.set(key, lane);
+        lane.events.push(event);
+      }
+    }
+    const queue = [...lanes.values()];
+    const worker = async () => {
+      for (let lane = queue.shift(); lane !== undefined; lane = queue.shift()) {
+        for (const event of lane.events) await lane.manager.handle(event);
+      }
+    };
+    // Every lane is tried before the batch fails: the subscription retries it, and handled events are duplicates then.
+    const results = await Promise.allSettled(
+      Array.from({ length: Math.min(concurrency, queue.length) }, worker),
+    );
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
   }
 
   /** Routes the events arriving on a queue (bodies are recorded events, as EventPublisher sends them). */
