@@ -167,7 +167,7 @@ export async function startConferenceSystem(
     election.onElected(async (term) => {
       // Both handle events idempotently, so a crash may replay up to a second of them: one checkpoint a second.
       const subscriptions: Subscription[] = [
-        router.subscribe(store, { name: 'registration-process', checkpointEveryMs: 1000 }),
+        router.subscribe(store, { name: 'registration-process', checkpointEveryMs: 1000, concurrency: 32 }),
         store.subscribe({
           name: 'integration',
           checkpointEveryMs: 1000,
