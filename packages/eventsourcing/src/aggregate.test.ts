@@ -168,6 +168,7 @@ describe('AggregateRepository', () => {
           const fromSnapshot = await new AggregateRepository(store, {
             category: 'account',
             decider: account,
+            snapshots: {},
           }).load('p');
           const replay = await store.aggregateStream('account-p', {
             initialState: account.initialState,
@@ -204,9 +205,13 @@ describe('AggregateRepository', () => {
     assert.equal(after.version, 3);
   });
 
-  it('refuses bad options', () => {
+  it('refuses bad options', async () => {
     const { store } = setup();
     assert.throws(() => new AggregateRepository(store, { category: 'a-b', decider: account }), /category/);
+    await assert.rejects(
+      new AggregateRepository(store, { category: 'plain', decider: account }).snapshot('x'),
+      /without snapshots/,
+    );
     assert.throws(
       () => new AggregateRepository(store, { category: 'a', decider: {} as never }),
       /initialState/,

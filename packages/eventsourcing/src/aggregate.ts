@@ -28,6 +28,7 @@ export interface Decider<State, Event extends DomainEvent, Command = never> {
   decide?(command: Command, state: State): Event | readonly Event[];
 }
 
+/** Without this option a repository neither takes nor reads snapshots (and loads skip the snapshot lookup). */
 export interface SnapshotOptions<State> {
   /** Take a snapshot whenever the stream crosses a multiple of this many events; default: only on demand. */
   readonly every?: number;
@@ -100,6 +101,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
   readonly #store: EventStore;
   readonly #decider: Decider<State, Event, Command>;
   readonly #snapshots: Required<Omit<SnapshotOptions<State>, 'every'>> & { every: number | undefined };
+  readonly #usesSnapshots: boolean;
   readonly #cache: SnapshotCache<Loaded<State>> | undefined;
   readonly #maxAttempts: number;
 
@@ -107,6 +109,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
     if (typeof options !== 'object' || options === null)
       throw new InvalidOptionsError('options', 'expected an object');
     const { category, decider, snapshots = {}, cache, maxAttempts = 3 } = options;
+    this.#usesSnapshots = options.snapshots !== undefined;
     if (typeof category !== 'string' || category.length === 0 || category.includes('-')) {
       throw new InvalidOptionsError('category', 'expected a non-empty string without "-"');
     }
@@ -149,7 +152,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
     const streamName = this.streamName(id);
     const cached = this.#cache?.get(streamName);
     if (cached?.trusted) return cached.value;
-    const start = cached?.value ?? (await this.#fromSnapshot(streamName));
+    const start = cached?.value ?? (this.#usesSnapshots ? await this.#fromSnapshot(streamName) : undefined);
     const loaded = await this.#store.aggregateStream<State, Event & RecordedEvent>(streamName, {
       initialState: () => this.#decider.initialState(),
       evolve: (state, event) => this.#decider.evolve(state, event),
@@ -224,8 +227,10 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
     return this.handle(id, (state) => decide(command, state), options);
   }
 
-  /** Takes a snapshot of the aggregate now. */
+  /** Takes a snapshot of the aggregate now (the repository needs the `snapshots` option). */
   async snapshot(id: string): Promise<Loaded<State>> {
+    if (!this.#usesSnapshots)
+      throw new InvalidOptionsError('snapshots', 'this repository was created without snapshots');
     const streamName = this.streamName(id);
     const loaded = await this.load(id);
     await this.#storeSnapshot(streamName, loaded);
