@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/messaging';
 import { eventStoreBackendContract } from '../contract.js';
-import { EventStoreClosedError } from '../errors.js';
+import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-event-store-'));
@@ -56,6 +56,38 @@ describe('SqliteEventStore', () => {
     assert.equal(database.prepare('SELECT count(*) AS n FROM orders').get<{ n: number }>()?.n, 0);
     await store.close();
     assert.equal(database.isOpen, true, 'a database the caller gave stays open');
+    database.close();
+  });
+
+  it('groups concurrent appends into one transaction; a refused one does not undo the others', async () => {
+    const database = openSqlite(freshPath());
+    const store = new SqliteEventStore({ database });
+    let transactions = 0;
+    const transactionAsync = database.transactionAsync.bind(database);
+    database.transactionAsync = (fn) => {
+      transactions++;
+      return transactionAsync(fn);
+    };
+    const event = (id: string) => ({ id, type: 'Placed', data: '{}', metadata: '{}', schemaVersion: 1 });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        store.append({
+          streamName: `order-${i}`,
+          // The eighth expects a stream that does not exist yet.
+          expectedVersion: i === 7 ? 3 : 'no-stream',
+          events: [event(`e-${i}`), event(`f-${i}`)],
+          now: T0,
+        }),
+      ),
+    );
+    assert.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 19);
+    const refused = outcomes[7] as PromiseRejectedResult;
+    assert.ok(refused.reason instanceof WrongExpectedVersionError);
+    assert.ok(transactions <= 2, `20 appends took ${transactions} transactions`);
+    assert.equal(await store.streamVersion('order-7'), 0);
+    assert.equal(await store.streamVersion('order-8'), 2);
+    assert.equal((await store.readAll({ after: 0 })).length, 38);
+    await store.close();
     database.close();
   });
 

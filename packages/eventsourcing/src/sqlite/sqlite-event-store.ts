@@ -1,6 +1,7 @@
 import { assertDuration, assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
 import {
   fileKey,
+  GroupCommit,
   migrateSqlite,
   type OpenSqliteOptions,
   openSqlite,
@@ -166,6 +167,10 @@ export class SqliteEventStore implements EventStoreBackend {
   readonly #hub: WatchHub;
   #closed = false;
 
+  readonly #appends = new GroupCommit<AppendRequest, AppendResult | { refused: unknown }>((requests) =>
+    this.#appendBatch(requests),
+  );
+
   constructor(options: SqliteEventStoreOptions) {
     assertObject('options', options as unknown);
     const { path, database, driver, synchronous, busyTimeoutMs, checkpoint, watchIntervalMs = 25 } = options;
@@ -194,54 +199,70 @@ export class SqliteEventStore implements EventStoreBackend {
     );
   }
 
+  /**
+   * Appends that arrive while a write is in flight go together in the next transaction, each in its own savepoint:
+   * one refused append does not undo the others, and N concurrent appends cost one commit instead of N.
+   */
   async append(request: AppendRequest): Promise<AppendResult> {
+    // Inside a transaction the caller opened, the append joins it at once (the events commit with the caller's writes).
+    const outcome = this.#db().inTransaction
+      ? ((await this.#appendBatch([request]))[0] as AppendResult | { refused: unknown })
+      : await this.#appends.submit(request);
+    if (!('refused' in outcome)) return outcome;
+    const { streamName, expectedVersion, events } = request;
+    const error = outcome.refused;
+    const repeat = repeatedAppend(streamName, events, (id) => this.#placeOf(id));
+    const version = await this.streamVersion(streamName);
+    if (repeat !== undefined) return { ...repeat, nextExpectedVersion: version };
+    if (error instanceof AppendRefused)
+      throw new WrongExpectedVersionError(streamName, expectedVersion, error.version);
+    // A unique violation on (stream, version) cannot happen under the write lock; on id, repeatedAppend threw.
+    throw error;
+  }
+
+  #appendBatch(requests: AppendRequest[]): Promise<(AppendResult | { refused: unknown })[]> {
     const db = this.#db();
-    const { streamName, expectedVersion, events, now } = request;
-    try {
-      return await db.transactionAsync(() => {
-        const version = db.prepare(SQL.streamVersion).get<{ version: number }>(streamName)?.version ?? 0;
-        if (!versionMatches(expectedVersion, version)) throw new AppendRefused(version);
-        if (events.length === 0) {
-          return {
-            streamName,
-            nextExpectedVersion: version,
-            firstPosition: 0,
-            lastPosition: 0,
-            written: false,
-          };
+    return db.transactionAsync(() => {
+      const outcomes = requests.map((request) => {
+        try {
+          return db.transaction(() => this.#appendNow(db, request));
+        } catch (error) {
+          if (error instanceof AppendRefused || isUniqueViolation(error)) return { refused: error };
+          throw error;
         }
-        const insert = db.prepare(SQL.insertEvent);
-        let firstPosition = 0;
-        let lastPosition = 0;
-        for (let i = 0; i < events.length; i++) {
-          const event = events[i] as AppendRequest['events'][number];
-          lastPosition = insert.run(
-            streamName,
-            version + i + 1,
-            event.id,
-            event.type,
-            event.data,
-            event.metadata,
-            event.schemaVersion,
-            now,
-          ).lastInsertRowid;
-          if (i === 0) firstPosition = lastPosition;
-        }
-        const next = version + events.length;
-        db.prepare(SQL.upsertStream).run(streamName, categoryOf(streamName), next, now, now);
-        db.afterCommit(() => this.#hub.notify(ALL));
-        return { streamName, nextExpectedVersion: next, firstPosition, lastPosition, written: true };
       });
-    } catch (error) {
-      if (!(error instanceof AppendRefused) && !isUniqueViolation(error)) throw error;
-      const repeat = repeatedAppend(streamName, events, (id) => this.#placeOf(id));
-      const version = await this.streamVersion(streamName);
-      if (repeat !== undefined) return { ...repeat, nextExpectedVersion: version };
-      if (error instanceof AppendRefused)
-        throw new WrongExpectedVersionError(streamName, expectedVersion, error.version);
-      // A unique violation on (stream, version) cannot happen under the write lock; on id, repeatedAppend threw.
-      throw error;
+      db.afterCommit(() => this.#hub.notify(ALL));
+      return outcomes;
+    });
+  }
+
+  #appendNow(db: SqliteDatabase, request: AppendRequest): AppendResult {
+    const { streamName, expectedVersion, events, now } = request;
+    const version = db.prepare(SQL.streamVersion).get<{ version: number }>(streamName)?.version ?? 0;
+    if (!versionMatches(expectedVersion, version)) throw new AppendRefused(version);
+    if (events.length === 0) {
+      return { streamName, nextExpectedVersion: version, firstPosition: 0, lastPosition: 0, written: false };
     }
+    const insert = db.prepare(SQL.insertEvent);
+    let firstPosition = 0;
+    let lastPosition = 0;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i] as AppendRequest['events'][number];
+      lastPosition = insert.run(
+        streamName,
+        version + i + 1,
+        event.id,
+        event.type,
+        event.data,
+        event.metadata,
+        event.schemaVersion,
+        now,
+      ).lastInsertRowid;
+      if (i === 0) firstPosition = lastPosition;
+    }
+    const next = version + events.length;
+    db.prepare(SQL.upsertStream).run(streamName, categoryOf(streamName), next, now, now);
+    return { streamName, nextExpectedVersion: next, firstPosition, lastPosition, written: true };
   }
 
   async readStream(streamName: string, query: ReadStreamQuery = {}): Promise<RecordedEvent[]> {
