@@ -5,7 +5,7 @@ import { buildServer } from './http/server.js';
 
 const config = configFromEnv();
 const system = await startConferenceSystem(config);
-const server = await buildServer(system);
+const server = await buildServer(system, { logger: { level: config.logLevel } });
 await server.listen({ port: config.port, host: config.host });
 server.log.info({ dataDir: config.dataDir, role: config.role }, 'conference system ready');
 

@@ -394,6 +394,7 @@ function settingsOf(
       'latencies are taken from the scheduled start; one deadline per rate (end of arrivals + drain): registrations ' +
       'still running then are unfinished; a warm-up at the warm-up rate precedes the sweep, unmeasured',
     client: `node:http keep-alive Agent per web port (up to ${SOCKETS_PER_PORT} connections, LIFO), loopback only`,
+    appLogLevel: 'warn (the default, info, writes a line per request)',
     conference: {
       seatTypes: SEAT_TYPES.map((seat) => ({ ...seat, quantity: SEAT_QUOTA })),
       setup:

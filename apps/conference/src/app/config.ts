@@ -9,6 +9,8 @@ export interface ConferenceConfig {
   readonly role: Role;
   readonly port: number;
   readonly host: string;
+  /** pino level of the server's log (LOG_LEVEL, default info: a line per request). */
+  readonly logLevel: string;
   /** Where the embedded default keeps its SQLite database. */
   readonly dataDir: string;
   /** PostgreSQL for the event store, read models and process state when scaled out. */
@@ -55,6 +57,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
       'separate web and worker processes share PostgreSQL: set DATABASE_URL',
     );
   }
+  const logLevel = env.LOG_LEVEL ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel))
+    throw new InvalidOptionsError('LOG_LEVEL', `expected a pino level, got ${JSON.stringify(env.LOG_LEVEL)}`);
   const databaseSchema = env.DATABASE_SCHEMA ?? 'conference';
   if (!/^[a-z_][a-z0-9_]{0,40}$/.test(databaseSchema))
     throw new InvalidOptionsError(
@@ -71,6 +76,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
     role,
     port,
     host: env.HOST ?? '0.0.0.0',
+    logLevel,
     dataDir: resolve(env.STRATUS_DATA_DIR ?? '.data'),
     databaseUrl,
     databaseSchema,

@@ -38,6 +38,7 @@ const CONFIG_VARIABLES = [
   'RESERVATION_GRACE_SECONDS',
   'LEASE_SECONDS',
   'OWNER_TOKEN_SECRET',
+  'LOG_LEVEL',
 ];
 
 const live = new Set<ChildProcess>();
@@ -79,8 +80,10 @@ export class AppProcess {
       PORT: String(port),
       HOST: LOOPBACK,
       OWNER_TOKEN_SECRET,
+      // A log line per request would be measured too; warnings and errors still go to stdout.
+      LOG_LEVEL: 'warn',
     });
-    // stdout carries the app's request log (pino, info level: its default): discarded here, not parsed.
+    // stdout carries the app's log (pino, warn level here): discarded, not parsed.
     this.#child = spawn(process.execPath, ['--conditions=stratus-source', '--import', tsxLoader(), MAIN], {
       cwd: REPO_ROOT,
       env: childEnv,
