@@ -129,7 +129,6 @@ export async function prepareConference(
     durationMs,
     drainMs: scale.drainMs,
     windowPollMs: scale.windowPollMs,
-    confirmPollMs: scale.confirmPollMs,
     reserveWaitSeconds: scale.reserveWaitSeconds,
   });
 
@@ -387,8 +386,8 @@ function settingsOf(
       'POST /api/public/conferences/:slug/orders (1 seat of each of 2 types) → 202; GET /api/orders/:id every ' +
       `${scale.windowPollMs} ms until it shows the total (priced): the window; PUT /api/orders/:id/registrant → 204; ` +
       `GET /api/orders/:id?wait=${scale.reserveWaitSeconds} until reserved; POST /api/orders/:id/payment → 201; ` +
-      `POST /api/payments/:paymentId/accept → 204; GET /api/orders/:id every ${scale.confirmPollMs} ms until ` +
-      'confirmed: the confirmation time',
+      `POST /api/payments/:paymentId/accept → 204; GET /api/orders/:id?wait=${scale.reserveWaitSeconds}` +
+      '&until=confirmed,rejected,expired until confirmed (the server answers when it is): the confirmation time',
     openLoop:
       'registrations start on a fixed schedule (i ÷ rate after the start) whether or not earlier ones are done; ' +
       'latencies are taken from the scheduled start; one deadline per rate (end of arrivals + drain): registrations ' +

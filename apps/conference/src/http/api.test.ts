@@ -495,6 +495,10 @@ describe('registrants', () => {
     assert.equal(recorded?.totalCents, 44_900);
     assert.equal(recorded?.description, `Registration for ${details.name}`);
     assertStatus(await call('POST', `/api/payments/${payment.body.paymentId}/accept`), 204);
+    // `until` waits for the statuses asked for, here past `reserved` (which `wait` alone would return at once).
+    const waited = await call('GET', `/api/orders/${orderId}?wait=10&until=confirmed,rejected`);
+    assertStatus(waited, 200);
+    assert.equal(waited.body.status, 'confirmed');
     const confirmed = await orderIn(orderId, ['confirmed']);
     assert.equal(confirmed.reservationExpiresAt, null);
     assert.equal(confirmed.total, 449);
@@ -710,6 +714,7 @@ describe('registrants', () => {
     assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=soon`), 'wait');
     assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=31`), 'wait');
     assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=-1`), 'wait');
+    assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=1&until=paid`), 'until');
     // Placing answers once the order can be read, so a GET without wait finds it.
     const { conference, general } = await openConference();
     const orderId = await placeOrder(conference.slug, [{ seatTypeId: general, quantity: 1 }]);

@@ -326,14 +326,20 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
 
     async getOrder(request) {
       const orderId = uuidParam(request, 'orderId', 'Order');
-      const waitMs = Math.round(((request.query as { wait?: number }).wait ?? 0) * 1000);
+      const query = request.query as { wait?: number; until?: string };
+      const waitMs = Math.round((query.wait ?? 0) * 1000);
+      // `until` names the statuses to wait for (comma-separated); by default any but pending.
+      const wanted = query.until?.split(',');
+      const arrived = (order: OrderView | undefined) =>
+        order !== undefined &&
+        (wanted === undefined ? order.status !== 'pending' : wanted.includes(order.status));
       let order = await queries.order(orderId);
       // Right after placing, the order may not be in the view yet: the wait covers that too.
-      if (waitMs > 0 && (order === undefined || order.status === 'pending')) {
+      if (waitMs > 0 && !arrived(order)) {
         order =
           (await system.waitFor(async () => {
             const current = await queries.order(orderId);
-            return current !== undefined && current.status !== 'pending' ? current : undefined;
+            return arrived(current) ? current : undefined;
           }, waitMs)) ?? (await queries.order(orderId));
       }
       if (order === undefined) throw new NotFoundError('Order', orderId);

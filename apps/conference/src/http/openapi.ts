@@ -210,7 +210,14 @@ export const schemas = {
         type: 'number',
         minimum: 0,
         maximum: 30,
-        description: 'Seconds to wait for the order to leave `pending` before answering.',
+        description:
+          'Seconds to wait for the order to leave `pending` (or reach a status of `until`) before answering.',
+      },
+      until: {
+        type: 'string',
+        pattern:
+          '^(pending|reserved|partiallyReserved|confirmed|rejected|expired)(,(pending|reserved|partiallyReserved|confirmed|rejected|expired))*$',
+        description: 'With `wait`: the statuses to wait for, comma-separated (default: any but `pending`).',
       },
     },
   },

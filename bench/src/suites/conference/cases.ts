@@ -17,11 +17,10 @@ export interface ConferenceScale {
   /** Idle time between two rates. */
   readonly pauseMs: number;
   readonly windowPollMs: number;
-  readonly confirmPollMs: number;
   readonly reserveWaitSeconds: number;
 }
 
-const polls = { windowPollMs: 20, confirmPollMs: 50, reserveWaitSeconds: 10 };
+const polls = { windowPollMs: 20, reserveWaitSeconds: 10 };
 
 export const fullScale: ConferenceScale = {
   rates: [25, 50, 100, 200, 300, 400],

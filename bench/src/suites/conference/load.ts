@@ -10,7 +10,7 @@
  *   GET /api/orders/:id?wait=10 until the order is `reserved`
  *   POST /api/orders/:id/payment → 201 {paymentId}
  *   POST /api/payments/:paymentId/accept → 204
- *   GET /api/orders/:id every `confirmPollMs` until it is `confirmed`                   ← confirmation
+ *   GET /api/orders/:id?wait=10&until=confirmed,… until it is `confirmed`              ← confirmation
  *
  * Every registration of a rate shares one deadline (the end of the arrivals plus the drain): one still running
  * then is counted as unfinished and abandoned (its request destroyed). Failures are counted by kind, never thrown.
@@ -30,9 +30,7 @@ export interface LoadSettings {
   readonly drainMs: number;
   /** Poll interval while waiting for the priced order (bounds the window's resolution). */
   readonly windowPollMs: number;
-  /** Poll interval while waiting for the confirmation (bounds its resolution). */
-  readonly confirmPollMs: number;
-  /** Server-side wait per GET while waiting for the reservation (`?wait=`, seconds). */
+  /** Server-side wait per GET while waiting for the reservation and the confirmation (`?wait=`, seconds). */
   readonly reserveWaitSeconds: number;
 }
 
@@ -184,12 +182,18 @@ export async function runRate(
 
       state.step = 'confirmation';
       for (;;) {
-        const answer = await call(target, 'GET', orderPath);
+        const seconds = Math.min(settings.reserveWaitSeconds, (deadline - performance.now()) / 1000);
+        if (seconds <= 0) throw new DeadlineReached();
+        // The server answers once the order is confirmed (or can no longer be): no polling.
+        const answer = await call(
+          target,
+          'GET',
+          `${orderPath}?wait=${seconds.toFixed(3)}&until=confirmed,rejected,expired`,
+        );
         if (answer.status !== 200) throw unexpected(answer);
         const status = (answer.body as { status?: string }).status;
         if (status === 'confirmed') break;
         if (status !== 'reserved') throw new Error(`order ${status}`);
-        await wait(settings.confirmPollMs);
       }
       state.confirmedAt = performance.now();
       state.confirmation = state.confirmedAt - scheduled;

@@ -13,7 +13,6 @@ const tiny: ConferenceScale = {
   warmup: { rate: 5, durationMs: 400 },
   pauseMs: 100,
   windowPollMs: 20,
-  confirmPollMs: 50,
   reserveWaitSeconds: 10,
 };
 
