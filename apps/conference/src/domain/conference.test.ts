@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   type ConferenceCommand,
-  type ConferenceState,
   conferenceDecider,
   findSeatType,
   type SeatTypeFields,
 } from './conference.js';
 import type { ConferenceDetails, ConferenceEvent } from './contracts.js';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from './errors.js';
+import { given as specGiven } from './spec.js';
 
 const conferenceId = 'conf-1';
 const seatTypeId = 'seat-type-1';
@@ -16,14 +16,8 @@ const seatTypeId = 'seat-type-1';
 const { initialState, evolve } = conferenceDecider;
 const fold = (events: readonly ConferenceEvent[], from = initialState()) => events.reduce(evolve, from);
 
-const decide = (command: ConferenceCommand, state: ConferenceState): ConferenceEvent[] =>
-  [conferenceDecider.decide!(command, state)].flat();
-
 /** given(history).when(command) → the events decided; `.state` is the state after the history. */
-function given(...history: ConferenceEvent[]) {
-  const state = fold(history);
-  return { state, when: (command: ConferenceCommand) => decide(command, state) };
-}
+const given = (...history: ConferenceEvent[]) => specGiven(conferenceDecider, history);
 
 const details: ConferenceDetails = {
   name: 'Contoso Conference',

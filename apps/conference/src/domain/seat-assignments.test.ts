@@ -2,11 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { PersonalInfo, SeatAssignmentsEvent } from './contracts.js';
 import { NotFoundError, ValidationError } from './errors.js';
-import {
-  type SeatAssignmentsCommand,
-  type SeatAssignmentsState,
-  seatAssignmentsDecider,
-} from './seat-assignments.js';
+import { type SeatAssignmentsCommand, seatAssignmentsDecider } from './seat-assignments.js';
+import { given as specGiven } from './spec.js';
 
 const assignmentsId = 'assignments-1';
 const orderId = 'order-1';
@@ -16,14 +13,8 @@ const B = 'seat-type-b';
 const { initialState, evolve } = seatAssignmentsDecider;
 const fold = (events: readonly SeatAssignmentsEvent[], from = initialState()) => events.reduce(evolve, from);
 
-const decide = (command: SeatAssignmentsCommand, state: SeatAssignmentsState): SeatAssignmentsEvent[] =>
-  [seatAssignmentsDecider.decide!(command, state)].flat();
-
 /** given(history).when(command) → the events decided; `.state` is the state after the history. */
-function given(...history: SeatAssignmentsEvent[]) {
-  const state = fold(history);
-  return { state, when: (command: SeatAssignmentsCommand) => decide(command, state) };
-}
+const given = (...history: SeatAssignmentsEvent[]) => specGiven(seatAssignmentsDecider, history);
 
 const create = (...lines: [string, number][]): SeatAssignmentsCommand => ({
   type: 'CreateSeatAssignments',

@@ -12,6 +12,7 @@ import {
   seatsAvailabilityDecider,
   seatsAvailabilitySnapshots,
 } from './seats-availability.js';
+import { given as specGiven } from './spec.js';
 
 const conferenceId = 'conf-1';
 const A = 'seat-type-a';
@@ -22,14 +23,8 @@ const { initialState, evolve } = seatsAvailabilityDecider;
 const fold = (events: readonly SeatsAvailabilityEvent[], from = initialState()) =>
   events.reduce(evolve, from);
 
-const decide = (command: SeatsAvailabilityCommand, state: SeatsAvailabilityState): SeatsAvailabilityEvent[] =>
-  [seatsAvailabilityDecider.decide!(command, state)].flat();
-
 /** given(history).when(command) → the events decided; `.state` is the state after the history. */
-function given(...history: SeatsAvailabilityEvent[]) {
-  const state = fold(history);
-  return { state, when: (command: SeatsAvailabilityCommand) => decide(command, state) };
-}
+const given = (...history: SeatsAvailabilityEvent[]) => specGiven(seatsAvailabilityDecider, history);
 
 const seats = (...pairs: [string, number][]): SeatQuantity[] =>
   pairs.map(([seatTypeId, quantity]) => ({ seatTypeId, quantity }));
@@ -277,7 +272,7 @@ function run(commands: readonly SeatsAvailabilityCommand[]): SeatsAvailabilityEv
   let state = initialState();
   for (const command of commands) {
     try {
-      for (const event of decide(command, state)) {
+      for (const event of [seatsAvailabilityDecider.decide?.(command, state) ?? []].flat()) {
         events.push(event);
         state = evolve(state, event);
       }
