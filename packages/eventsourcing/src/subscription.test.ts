@@ -93,6 +93,27 @@ describe('Subscription', () => {
     await subscription.stop();
   });
 
+  it('with appendDelayMs, reads a burst of appends after the delay as one batch', async () => {
+    const { store, clock } = openStore();
+    const batches: unknown[][] = [];
+    const subscription = store.subscribe({
+      appendDelayMs: 50,
+      handleBatch: (events) => void batches.push(events.map((event) => event.data)),
+    });
+    await subscription.caughtUp;
+    await append(store, 'a-1', 1);
+    await append(store, 'b-1', 2);
+    await append(store, 'a-1', 3);
+    // Woken by the first append, it waits out the delay (virtual time stands still) before reading.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(batches, []);
+    await clock.advance(50);
+    await waitUntil(() => batches.length === 1, 'the burst is read');
+    assert.deepEqual(batches, [[1, 2, 3]]);
+    assert.throws(() => store.subscribe({ appendDelayMs: -1, handler: () => {} }), /appendDelayMs/);
+    await subscription.stop();
+  });
+
   it('retries a failing event after the backoff, without skipping it or going past it', async () => {
     const { store, clock } = openStore();
     await append(store, 'a-1', 1, 2, 3);

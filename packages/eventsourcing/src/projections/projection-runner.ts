@@ -44,6 +44,11 @@ export interface ProjectionRunnerOptions {
   /** Safety poll while caught up (appends wake the runner at once); default 1000 ms. */
   readonly pollIntervalMs?: number;
   /**
+   * Once an append wakes a caught-up runner, wait this long before reading, so a burst of appends is applied as one
+   * batch (one transaction) rather than one each: fewer commits under load for a little more lag. Default 0.
+   */
+  readonly appendDelayMs?: number;
+  /**
    * Make this version the active one the first time it catches up (retiring the previous one): a new version
    * rebuilds beside the old and takes over when complete. Default true.
    */
@@ -115,6 +120,7 @@ export class ProjectionRunner<Tx> {
   readonly #pollIntervalMs: number;
   readonly #activate: boolean;
   readonly #types: ReadonlySet<string> | undefined;
+  readonly #appendDelayMs: number;
   #position = 0;
   /** The position stored with the view (behind #position while only events the view ignores were read). */
   #stored = 0;
@@ -159,6 +165,8 @@ export class ProjectionRunner<Tx> {
     assertCount('batchSize', batchSize, 1);
     assertDuration('leaseMs', leaseMs, { allowZero: false });
     assertDuration('pollIntervalMs', pollIntervalMs, { allowZero: false });
+    this.#appendDelayMs = options.appendDelayMs ?? 0;
+    assertDuration('appendDelayMs', this.#appendDelayMs);
     this.owner = owner;
     this.#store = store;
     this.#target = target;
@@ -231,7 +239,11 @@ export class ProjectionRunner<Tx> {
             this.#emit({ type: 'lease-lost' });
             break;
           }
-          if (outcome === 'idle') await this.#idle(Math.min(this.#pollIntervalMs, this.#leaseMs / 3), true);
+          if (outcome === 'idle') {
+            await this.#idle(Math.min(this.#pollIntervalMs, this.#leaseMs / 3), true);
+            // Woken by an append: let the appends close behind it land, to read them as one batch.
+            if (this.#signalled && this.#appendDelayMs > 0) await this.#idle(this.#appendDelayMs, false);
+          }
         }
       }
     } catch (error) {

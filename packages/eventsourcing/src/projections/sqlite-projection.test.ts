@@ -246,6 +246,38 @@ describe('ProjectionRunner on SQLite', () => {
     await running;
   });
 
+  it('with appendDelayMs, applies a burst of appends after the delay in one commit', async () => {
+    const clock = new VirtualClock({ now: 1_000_000 });
+    const { database, store, target } = open(clock);
+    let commits = 0;
+    const counting: typeof target = Object.create(target, {
+      commit: {
+        value: (...args: Parameters<typeof target.commit>) => {
+          commits++;
+          return target.commit(...args);
+        },
+      },
+    });
+    const runner = new ProjectionRunner(store, counting, ordersView, {
+      pollIntervalMs: 50,
+      appendDelayMs: 20,
+    });
+    const running = runner.start();
+    await runner.caughtUp;
+    const before = commits;
+    for (let i = 1; i <= 3; i++)
+      await store.appendToStream(`order-${i}`, [{ type: 'OrderPlaced', data: { seats: i } }]);
+    await waitUntil(
+      () => clock.pendingTimers > 0 && rows(database, 1).length === 0,
+      'the runner waits out the delay',
+    );
+    await clock.advance(20);
+    await waitUntil(() => rows(database, 1).length === 3, 'the burst is applied');
+    assert.equal(commits - before, 1);
+    await runner.stop();
+    await running;
+  });
+
   it('refuses an asynchronous apply on SQLite and bad options', async () => {
     const { store, target } = open();
     await store.appendToStream('order-1', [{ type: 'OrderPlaced', data: { seats: 1 } }]);
