@@ -27,7 +27,7 @@ import {
 import { conferenceView } from '../read-models/conference-view.js';
 import { orderView } from '../read-models/order-view.js';
 import type { ConferenceConfig } from './config.js';
-import { openInfrastructure } from './infrastructure.js';
+import { APPEND_DELAY_MS, openInfrastructure } from './infrastructure.js';
 import { documentQueries, type Queries } from './queries.js';
 import {
   ConferenceManagement,
@@ -167,10 +167,16 @@ export async function startConferenceSystem(
     election.onElected(async (term) => {
       // Both handle events idempotently, so a crash may replay up to a second of them: one checkpoint a second.
       const subscriptions: Subscription[] = [
-        router.subscribe(store, { name: 'registration-process', checkpointEveryMs: 1000, concurrency: 32 }),
+        router.subscribe(store, {
+          name: 'registration-process',
+          checkpointEveryMs: 1000,
+          appendDelayMs: APPEND_DELAY_MS,
+          concurrency: 32,
+        }),
         store.subscribe({
           name: 'integration',
           checkpointEveryMs: 1000,
+          appendDelayMs: APPEND_DELAY_MS,
           handler: (event: RecordedEvent) => (reactionTypes.has(event.type) ? react(event) : undefined),
         }),
       ];
