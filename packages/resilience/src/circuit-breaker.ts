@@ -580,11 +580,34 @@ class CircuitBreaker implements CircuitBreakerPolicy {
       this.#sync.transitioned({
         to: STATE_NAMES[to]!,
         reason,
-        openUntil: this.#clock.now() + Math.max(0, this.#openUntil - this.#clock.monotonic()),
+        openUntil: this.#wallTime(this.#openUntil),
         openCount: this.#openCount,
         lastOpenMs: this.#lastOpenMs,
         failure,
       });
+    }
+  }
+
+  /**
+   * A monotonic time as wall time, and back. Both clocks are read as a pair within one millisecond of wall time, so a
+   * pause between the two reads (a busy host) cannot shift the result: instances sharing a breaker agree on its
+   * open-until time.
+   */
+  #wallTime(monotonic: number): number {
+    const [wall, mono] = this.#clockPair();
+    return wall + Math.max(0, monotonic - mono);
+  }
+
+  #monotonicTime(wall: number): number {
+    const [now, mono] = this.#clockPair();
+    return mono + (wall - now);
+  }
+
+  #clockPair(): [wall: number, monotonic: number] {
+    for (let attempt = 0; ; attempt++) {
+      const wall = this.#clock.now();
+      const mono = this.#clock.monotonic();
+      if (this.#clock.now() === wall || attempt === 3) return [wall, mono];
     }
   }
 
@@ -593,7 +616,7 @@ class CircuitBreaker implements CircuitBreakerPolicy {
     const target = STATE_CODES[record.state];
     if (target === undefined) return;
     const mono = this.#clock.monotonic();
-    const openUntil = mono + (record.openUntil - this.#clock.now());
+    const openUntil = this.#monotonicTime(record.openUntil);
     const current = this.#state;
     // An elapsed open period already reads as half-open here; the store follows at the first trial.
     if (target === OPEN && current === HALF_OPEN && openUntil <= mono) return;
@@ -644,7 +667,7 @@ class CircuitBreaker implements CircuitBreakerPolicy {
         now,
       );
     }
-    const retryAt = now + Math.max(0, this.#openUntil - this.#clock.monotonic());
+    const retryAt = this.#wallTime(this.#openUntil);
     return new BrokenCircuitError(
       `Circuit "${this.name}" is open until ${new Date(retryAt).toISOString()}`,
       this.#lastFailure,
