@@ -7,6 +7,7 @@
 import type { ReadEvent } from '@event-driven-io/emmett';
 import { getPostgreSQLEventStore, type PostgresEventStore } from '@event-driven-io/emmett-postgresql';
 import { getSQLiteEventStore, type SQLiteEventStore } from '@event-driven-io/emmett-sqlite';
+import { openSqlite } from '@stratus/messaging';
 import {
   type BackendKind,
   type BenchEvent,
@@ -101,6 +102,9 @@ async function open(backend: BackendKind, location: StoreLocation): Promise<Stor
     return new EmmettStore(store, backend);
   }
   if (!('sqlitePath' in location)) throw new Error('emmett-sqlite needs a file path');
+  // WAL is a property of the file: set once here, Emmett's own `PRAGMA journal_mode = WAL` on each of its connections
+  // changes nothing, and so cannot fail when it runs inside another of its operations' transactions (it did on Node 24).
+  openSqlite(location.sqlitePath).close();
   const store = getSQLiteEventStore({ fileName: location.sqlitePath });
   await store.schema.migrate();
   return new EmmettStore(store, backend);
