@@ -88,6 +88,20 @@ projectionTargetContract('sqlite', async () => {
   };
 });
 
+/** `target`, counting the commits made through it. */
+function countingCommits(target: SqliteProjectionTarget): SqliteProjectionTarget & { commits: number } {
+  const counting = Object.create(target, {
+    commit: {
+      value: (...args: Parameters<SqliteProjectionTarget['commit']>) => {
+        counting.commits++;
+        return target.commit(...args);
+      },
+    },
+  });
+  counting.commits = 0;
+  return counting;
+}
+
 describe('ProjectionRunner on SQLite', () => {
   it('builds the view, activates it, follows new events, and keeps the position with the rows', async () => {
     const { database, store, target } = open();
@@ -224,24 +238,20 @@ describe('ProjectionRunner on SQLite', () => {
   it('passes over events the view ignores without a commit per batch, and stores that position once caught up', async () => {
     const clock = new VirtualClock({ now: 1_000_000 });
     const { database, store, target } = open(clock);
-    let commits = 0;
-    const counting: typeof target = Object.create(target, {
-      commit: {
-        value: (...args: Parameters<typeof target.commit>) => {
-          commits++;
-          return target.commit(...args);
-        },
-      },
-    });
+    const counting = countingCommits(target);
     for (let i = 1; i <= 20; i++) await store.appendToStream(`audit-${i}`, [{ type: 'Noted', data: {} }]);
     const runner = new ProjectionRunner(store, counting, ordersView, { batchSize: 1, pollIntervalMs: 50 });
     const running = runner.start();
     await runner.caughtUp;
-    assert.equal(commits, 1, '20 batches of ignored events, one commit of the position once caught up');
+    assert.equal(
+      counting.commits,
+      1,
+      '20 batches of ignored events, one commit of the position once caught up',
+    );
     assert.equal((await target.versions('orders'))[0]?.position, await store.headPosition());
     await store.appendToStream('order-1', [{ type: 'OrderPlaced', data: { seats: 1 } }]);
     await waitUntil(() => rows(database, 1).length === 1, 'the relevant event is applied');
-    assert.equal(commits, 2);
+    assert.equal(counting.commits, 2);
     await runner.stop();
     await running;
   });
@@ -249,22 +259,14 @@ describe('ProjectionRunner on SQLite', () => {
   it('with appendDelayMs, applies a burst of appends after the delay in one commit', async () => {
     const clock = new VirtualClock({ now: 1_000_000 });
     const { database, store, target } = open(clock);
-    let commits = 0;
-    const counting: typeof target = Object.create(target, {
-      commit: {
-        value: (...args: Parameters<typeof target.commit>) => {
-          commits++;
-          return target.commit(...args);
-        },
-      },
-    });
+    const counting = countingCommits(target);
     const runner = new ProjectionRunner(store, counting, ordersView, {
       pollIntervalMs: 50,
       appendDelayMs: 20,
     });
     const running = runner.start();
     await runner.caughtUp;
-    const before = commits;
+    const before = counting.commits;
     for (let i = 1; i <= 3; i++)
       await store.appendToStream(`order-${i}`, [{ type: 'OrderPlaced', data: { seats: i } }]);
     await waitUntil(
@@ -273,7 +275,7 @@ describe('ProjectionRunner on SQLite', () => {
     );
     await clock.advance(20);
     await waitUntil(() => rows(database, 1).length === 3, 'the burst is applied');
-    assert.equal(commits - before, 1);
+    assert.equal(counting.commits - before, 1);
     await runner.stop();
     await running;
   });
