@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, utimes } from 'node:fs/promises';
+import { mkdtemp, rm, stat, utimes } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -55,11 +55,17 @@ blobStoreContract('s3 (s3rver)', async () => {
   const prefix = settings.keyPrefix as string;
   return {
     store: new S3BlobStore(settings),
-    // s3rver's Last-Modified is the modification time of its object file.
+    // s3rver's Last-Modified is the modification time of its object file. It may still be finishing that file after
+    // answering the PUT, which moves the time forward again: set it until it stays (bounded).
     backdate: async (key, at) => {
       const parts = `${prefix}${key}`.split('/');
-      const file = `${parts.pop()}._S3rver_object`;
-      await utimes(join(directory, BUCKET, ...parts, file), at / 1000, at / 1000);
+      const file = join(directory, BUCKET, ...parts.slice(0, -1), `${parts.at(-1)}._S3rver_object`);
+      for (let attempt = 0; attempt < 50; attempt++) {
+        await utimes(file, at / 1000, at / 1000);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        if (Math.abs((await stat(file)).mtimeMs - at) < 1) return;
+      }
+      throw new Error(`could not backdate ${file}`);
     },
     cleanup: () => rm(join(directory, BUCKET, prefix), { recursive: true, force: true }),
   };
