@@ -35,7 +35,9 @@ const holder = (row: HolderRow): LeaseHolder => ({
 /**
  * Leases in a SQLite database file, shared by every process that opens it. Each acquisition is one write
  * transaction, so acquisitions of a lease are serialised by SQLite's write lock; the last token of each name is
- * kept apart from the holders, so tokens keep growing after every release.
+ * kept apart from the holders, so tokens keep growing after every release. A process paused (SIGSTOP, a debugger)
+ * in the middle of a call keeps the file's write lock, and no other process can take a lease until it resumes:
+ * processes that can be paused that way need the PostgreSQL or Redis store, whose calls run on the server.
  */
 export class SqliteLeaseStore implements LeaseStore {
   readonly kind = 'sqlite';

@@ -20,6 +20,16 @@ const tiny: Scale = {
 };
 
 /**
+ * Errors of Emmett's own SQLite driver that end one of its rows now and then (its connections contend for the file:
+ * "SQLITE_BUSY: cannot commit transaction - SQL statements in progress"). The bench records such a row as failed;
+ * any other failure, and any failure of Stratus, fails the test.
+ */
+const peerDriverErrors: Record<'sqlite' | 'postgres', RegExp | undefined> = {
+  sqlite: /\bSQLITE_(BUSY|ERROR)\b/,
+  postgres: undefined,
+};
+
+/**
  * Runs `cases` (all when undefined) on one backend, with Stratus and, when `withPeer`, Emmett, and checks the
  * results file. Emmett gets a few cases only: its failures under concurrent writers (SQLite) and its polling
  * consumers take seconds each.
@@ -43,14 +53,21 @@ async function runOn(backend: 'sqlite' | 'postgres', withPeer: boolean, cases?: 
       file.results.filter((row) => row.impl === stratus).map((row) => row.case),
       expected,
     );
-    assert.deepEqual(run.skipped, []);
+    // Every case ends in a row or a failure of Emmett's own driver; nothing else is skipped.
+    const peerFailures = run.skipped.filter((entry) => entry.includes(` / ${peer}: `));
+    assert.deepEqual(
+      run.skipped.filter((entry) => !peerFailures.includes(entry)),
+      [],
+    );
+    const allowed = peerDriverErrors[backend];
+    for (const entry of peerFailures) assert.ok(allowed?.test(entry), `unexpected failure: ${entry}`);
     for (const row of file.results) {
       assert.ok(impls.includes(row.impl), row.impl);
       assert.ok(Number.isFinite(row.opsPerSec) && row.opsPerSec > 0, `${row.case}/${row.impl} ops/s`);
       assert.ok(row.p50Ms >= 0 && row.p99Ms >= row.p50Ms, `${row.case}/${row.impl} percentiles`);
     }
     const peerRows = file.results.filter((row) => row.impl === peer);
-    assert.equal(peerRows.length, withPeer ? expected.length : 0);
+    assert.equal(peerRows.length + peerFailures.length, withPeer ? expected.length : 0);
     for (const row of peerRows) {
       const versus = file.results.find((r) => r.case === row.case && r.impl === stratus);
       const ratio = Number(((versus?.opsPerSec ?? 0) / row.opsPerSec).toPrecision(3));
