@@ -67,7 +67,9 @@ export async function openInfrastructure(config: ConferenceConfig, clock: Clock)
 function openEmbedded(config: ConferenceConfig, clock: Clock): Infrastructure {
   mkdirSync(config.dataDir, { recursive: true });
   const path = join(config.dataDir, 'conference.db');
-  const database = openSqlite(path, { synchronous: 'NORMAL' });
+  // Group commit: the many small writes of one event-loop turn (appends, queue sends and completions, view
+  // updates) share one commit.
+  const database = openSqlite(path, { synchronous: 'NORMAL', groupCommit: true });
   const store = new EventStore({ backend: new SqliteEventStore({ database }), clock });
   const messaging = new Messaging({ backend: new SqliteMessageBackend({ database }), clock });
   const target = new SqliteProjectionTarget({ database });

@@ -69,8 +69,11 @@ export interface Repositories {
 }
 
 export function createRepositories(store: EventStore): Repositories {
+  // Orders, payments and assignments keep their recent states in process too: a registration's commands follow one
+  // another within a second or so. A state another process changed meanwhile is caught by the append's expected
+  // version, and the command is decided again on a fresh load.
   return {
-    orders: new AggregateRepository(store, { category: 'order', decider: orderDecider }),
+    orders: new AggregateRepository(store, { category: 'order', decider: orderDecider, cache: {} }),
     // The contended aggregate: snapshots bound its replay and the cache (the Journey's memento cache, trusted for a
     // second) spares a read per command while commands for one conference come from one writer.
     seatsAvailability: new AggregateRepository(store, {
@@ -82,8 +85,9 @@ export function createRepositories(store: EventStore): Repositories {
     seatAssignments: new AggregateRepository(store, {
       category: 'seatAssignments',
       decider: seatAssignmentsDecider,
+      cache: {},
     }),
-    payments: new AggregateRepository(store, { category: 'payment', decider: paymentDecider }),
+    payments: new AggregateRepository(store, { category: 'payment', decider: paymentDecider, cache: {} }),
     conferences: new AggregateRepository(store, { category: 'conference', decider: conferenceDecider }),
   };
 }

@@ -84,7 +84,10 @@ export class AppProcess {
       LOG_LEVEL: 'warn',
     });
     // stdout carries the app's log (pino, warn level here): discarded, not parsed.
-    this.#child = spawn(process.execPath, ['--conditions=stratus-source', '--import', tsxLoader(), MAIN], {
+    // STRATUS_BENCH_APP_NODE_ARGS adds flags to every app process (e.g. `--cpu-prof --cpu-prof-dir=prof`).
+    const extra = process.env.STRATUS_BENCH_APP_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+    const args = [...extra, '--conditions=stratus-source', '--import', tsxLoader(), MAIN];
+    this.#child = spawn(process.execPath, args, {
       cwd: REPO_ROOT,
       env: childEnv,
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -222,6 +222,96 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       }
     });
 
+    it('with groupCommit, commits the transactionAsync calls of one turn together, each undoing only its own error', async () => {
+      const path = freshPath();
+      const db = openSqlite(path, { driver, checkpoint: 'inline', groupCommit: true });
+      const other = openSqlite(path, { driver, checkpoint: 'inline' });
+      try {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const insert = (v: string) => db.prepare('INSERT INTO t (v) VALUES (?)').run(v);
+        const seen: number[] = [];
+        const calls = [
+          db.transactionAsync(() => insert('a')),
+          db.transactionAsync(() => {
+            insert('b');
+            throw new Error('b refused');
+          }),
+          db.transactionAsync(() => {
+            // The same transaction: this connection sees a, the other does not yet.
+            seen.push(count(db) ?? -1, count(other) ?? -1);
+            return insert('c').changes;
+          }),
+        ];
+        assert.equal(count(db), 0, 'nothing runs before the turn ends');
+        const [a, b, c] = await Promise.allSettled(calls);
+        assert.equal(a?.status, 'fulfilled');
+        assert.equal(b?.status, 'rejected');
+        assert.match(String((b as PromiseRejectedResult).reason), /b refused/);
+        assert.deepEqual(c, { status: 'fulfilled', value: 1 });
+        assert.deepEqual(seen, [1, 0]);
+        assert.deepEqual(
+          other
+            .prepare('SELECT v FROM t ORDER BY v')
+            .all<{ v: string }>()
+            .map((row) => row.v),
+          ['a', 'c'],
+          'committed once settled',
+        );
+        // Run again in a later turn: a group of one.
+        assert.equal((await db.transactionAsync(() => insert('d'))).changes, 1);
+        assert.equal(count(other), 3);
+      } finally {
+        db.close();
+        other.close();
+      }
+    });
+
+    it('with groupCommit, waits for another connection’s write lock, then commits the group or gives up', async () => {
+      const path = freshPath();
+      const holder = openSqlite(path, { driver, checkpoint: 'inline' });
+      const waiter = openSqlite(path, {
+        driver,
+        checkpoint: 'inline',
+        busyTimeoutMs: 5000,
+        groupCommit: true,
+      });
+      const impatient = openSqlite(path, {
+        driver,
+        checkpoint: 'inline',
+        busyTimeoutMs: 30,
+        groupCommit: true,
+      });
+      try {
+        holder.exec('CREATE TABLE t (v TEXT)');
+        holder.exec('BEGIN IMMEDIATE');
+        const insert = (v: string) => waiter.prepare('INSERT INTO t (v) VALUES (?)').run(v).changes;
+        const writes = [
+          waiter.transactionAsync(() => insert('x')),
+          waiter.transactionAsync(() => insert('y')),
+        ];
+        await assert.rejects(
+          impatient.transactionAsync(() => 'never'),
+          /database is locked/,
+        );
+        assert.equal(count(waiter), 0, 'still waiting for the lock');
+        holder.exec('COMMIT');
+        assert.deepEqual(await Promise.all(writes), [1, 1]);
+        assert.equal(count(holder), 2);
+      } finally {
+        holder.close();
+        waiter.close();
+        impatient.close();
+      }
+    });
+
+    it('with groupCommit, runs the transactions still queued when the database closes', async () => {
+      const db = openSqlite(freshPath(), { driver, checkpoint: 'inline', groupCommit: true });
+      db.exec('CREATE TABLE t (v TEXT)');
+      const write = db.transactionAsync(() => db.prepare('INSERT INTO t (v) VALUES (?)').run('x').changes);
+      db.close();
+      assert.equal(await write, 1);
+    });
+
     it('gives up waiting for the write lock after busyTimeoutMs with SQLITE_BUSY', async () => {
       const path = freshPath();
       const holder = openSqlite(path, { driver, checkpoint: 'inline' });
@@ -315,6 +405,10 @@ describe('openSqlite', () => {
     assert.throws(() => openSqlite(freshPath(), { busyTimeoutMs: -1 }), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { driver: 'sqlite4' as 'auto' }), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { checkpoint: 'never' as 'inline' }), InvalidOptionsError);
+    assert.throws(
+      () => openSqlite(freshPath(), { groupCommit: 'yes' as unknown as boolean }),
+      InvalidOptionsError,
+    );
   });
 
   it('says why a driver it cannot load is unavailable', () => {

@@ -55,10 +55,13 @@ export interface SqliteDatabase {
    * `BEGIN IMMEDIATE` without SQLite's busy wait (which sleeps the whole thread, in growing steps) and retries
    * every millisecond, up to `busyTimeoutMs`, then rejects with the driver's SQLITE_BUSY error. Polling often
    * also keeps a busy writer in another process from starving this one. Inside an open transaction it joins it.
+   * With `groupCommit` it waits for the end of the event loop's turn instead (see OpenSqliteOptions).
    */
   transactionAsync<T>(fn: () => T): Promise<T>;
   /** How long a write waits for another connection's lock (the connection's `PRAGMA busy_timeout`). */
   readonly busyTimeoutMs: number;
+  /** Whether `transactionAsync` calls of one turn commit together (OpenSqliteOptions.groupCommit). */
+  readonly groupCommit: boolean;
   /** True while a transaction is open on this connection. */
   readonly inTransaction: boolean;
   /**
@@ -88,6 +91,14 @@ export interface OpenSqliteOptions {
   busyTimeoutMs?: number;
   /** `PRAGMA foreign_keys`. Default true. */
   foreignKeys?: boolean;
+  /**
+   * Group commit: every `transactionAsync` of one event-loop turn runs at the end of the turn in one write
+   * transaction, each in its own savepoint (one `fn`'s error undoes only its own writes), and each promise settles
+   * after that commit, as if its transaction had been alone. Under load, many commits become one; the price is that
+   * `fn` no longer runs before `transactionAsync` returns, so code that only lets microtasks run between a write
+   * and its check (a virtual clock's advance) sees the write later. Default false.
+   */
+  groupCommit?: boolean;
   /**
    * Who copies the WAL back into the database file. 'background' (default for a file): a worker thread with its
    * own connection (see BackgroundCheckpointer), so commits on this connection never wait for those copies and
@@ -184,13 +195,15 @@ function checkOptions(options: OpenSqliteOptions): Required<OpenSqliteOptions> {
     busyTimeoutMs = 5_000,
     foreignKeys = true,
     checkpoint = 'background',
+    groupCommit = false,
   } = options;
   assertOneOf('driver', driver, ['auto', 'better-sqlite3', 'node:sqlite']);
   assertOneOf('checkpoint', checkpoint, ['background', 'inline']);
   assertOneOf('synchronous', synchronous, ['OFF', 'NORMAL', 'FULL', 'EXTRA']);
   assertInteger('busyTimeoutMs', busyTimeoutMs, 0, 2 ** 31 - 1);
   if (typeof foreignKeys !== 'boolean') throw new InvalidOptionsError('foreignKeys', 'expected a boolean');
-  return { driver, synchronous, busyTimeoutMs, foreignKeys, checkpoint };
+  if (typeof groupCommit !== 'boolean') throw new InvalidOptionsError('groupCommit', 'expected a boolean');
+  return { driver, synchronous, busyTimeoutMs, foreignKeys, checkpoint, groupCommit };
 }
 
 /**
@@ -254,6 +267,7 @@ function configure(database: BaseSqlite, options: Required<OpenSqliteOptions>): 
   // The busy timeout first: switching a fresh file to WAL takes a lock that a second process may be holding.
   database.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
   database.busyTimeoutMs = options.busyTimeoutMs;
+  database.groupCommit = options.groupCommit;
   // Switching a fresh file to WAL can fail with SQLITE_BUSY at once, without SQLite's busy wait, while another
   // process opens it too: retry for as long as the busy timeout allows.
   const deadline = performance.now() + options.busyTimeoutMs;
@@ -285,11 +299,15 @@ abstract class BaseSqlite implements SqliteDatabase {
   abstract readonly isOpen: boolean;
   readonly path: string;
   busyTimeoutMs = 0;
+  groupCommit = false;
   readonly #statements = new Map<string, SqliteStatement>();
   /** Transactions opened through `transaction` on this connection (1 = outermost, more = savepoints). */
   #depth = 0;
   #afterCommit: (() => void)[] = [];
   #checkpointer: BackgroundCheckpointer | undefined;
+  /** `transactionAsync` calls waiting for this turn's group commit. */
+  #queued: QueuedTransaction[] = [];
+  #flushScheduled = false;
 
   constructor(path: string) {
     this.path = path;
@@ -301,6 +319,8 @@ abstract class BaseSqlite implements SqliteDatabase {
   abstract exec(sql: string): void;
 
   close(): void {
+    // Transactions already asked for still run (or fail) rather than hang.
+    if (this.#queued.length > 0 && this.isOpen) this.#flush();
     this.#checkpointer?.stop();
     this.#checkpointer = undefined;
     if (this.isOpen) this.closeHandle();
@@ -351,6 +371,23 @@ abstract class BaseSqlite implements SqliteDatabase {
   }
 
   async transactionAsync<T>(fn: () => T): Promise<T> {
+    if (!this.groupCommit) return this.#transactionAlone(fn);
+    if (this.#depth > 0 || this.inTransaction) return this.transaction(fn);
+    return new Promise<T>((resolve, reject) => {
+      this.#queued.push({
+        fn,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        deadline: performance.now() + this.busyTimeoutMs,
+      });
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  async #transactionAlone<T>(fn: () => T): Promise<T> {
     const deadline = performance.now() + this.busyTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       // Checked on every attempt: a transaction may have been opened while this one waited.
@@ -360,6 +397,79 @@ abstract class BaseSqlite implements SqliteDatabase {
       if (performance.now() >= deadline) throw busy;
       await new Promise((resolve) => (attempt === 0 ? setImmediate(resolve) : setTimeout(resolve, 1)));
     }
+  }
+
+  /** Runs the queued transactions, up to MAX_GROUP at a time, in one write transaction per group. */
+  #flush(): void {
+    this.#flushScheduled = false;
+    while (this.#queued.length > 0) {
+      if (!this.isOpen) {
+        for (const entry of this.#queued.splice(0)) entry.reject(new TypeError('The database is closed'));
+        return;
+      }
+      // A transaction begun outside this interface (and left open across an await): each joins it, as before.
+      if (this.#depth > 0 || this.inTransaction) {
+        for (const entry of this.#queued.splice(0)) settle(entry, () => this.transaction(entry.fn));
+        return;
+      }
+      const busy = this.#tryBegin();
+      if (busy !== undefined) {
+        const now = performance.now();
+        const expired = this.#queued.filter((entry) => entry.deadline <= now);
+        this.#queued = this.#queued.filter((entry) => entry.deadline > now);
+        for (const entry of expired) entry.reject(busy);
+        if (this.#queued.length > 0 && !this.#flushScheduled) {
+          this.#flushScheduled = true;
+          setTimeout(() => this.#flush(), 1);
+        }
+        return;
+      }
+      this.#runGroup(this.#queued.splice(0, MAX_GROUP));
+    }
+  }
+
+  /** The group's transactions in one, once BEGIN IMMEDIATE succeeded; a lone one without a savepoint. */
+  #runGroup(group: QueuedTransaction[]): void {
+    if (group.length === 1) {
+      const [entry] = group as [QueuedTransaction];
+      settle(entry, () => this.#run(entry.fn));
+      return;
+    }
+    const outcomes: ({ value: unknown } | { error: unknown })[] = [];
+    this.#depth++;
+    let failure: { error: unknown } | undefined;
+    for (const entry of group) {
+      try {
+        outcomes.push({ value: this.transaction(entry.fn) });
+      } catch (error) {
+        outcomes.push({ error });
+        // An error that ended the whole transaction (SQLITE_FULL, an I/O error) takes the group with it.
+        if (!this.inTransaction) {
+          failure = { error };
+          break;
+        }
+      }
+    }
+    this.#depth--;
+    if (failure === undefined) {
+      try {
+        this.prepare('COMMIT').run();
+      } catch (error) {
+        failure = { error };
+        if (this.inTransaction) this.prepare('ROLLBACK').run();
+      }
+    }
+    if (failure !== undefined) {
+      this.#afterCommit = [];
+      for (const entry of group) entry.reject(failure.error);
+      return;
+    }
+    group.forEach((entry, i) => {
+      const outcome = outcomes[i] as { value: unknown } | { error: unknown };
+      if ('error' in outcome) entry.reject(outcome.error);
+      else entry.resolve(outcome.value);
+    });
+    this.#runAfterCommit();
   }
 
   /** BEGIN IMMEDIATE without SQLite's busy wait; the SQLITE_BUSY error when another connection writes. */
@@ -512,6 +622,28 @@ function isBusy(error: unknown): boolean {
   );
 }
 const SQLITE_BUSY = 5;
+
+interface QueuedTransaction {
+  readonly fn: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  /** When it stops waiting for another connection's write lock. */
+  readonly deadline: number;
+}
+
+/** Transactions committed together at most: bounds how long one group holds the write lock. */
+const MAX_GROUP = 256;
+
+function settle(entry: QueuedTransaction, run: () => unknown): void {
+  let value: unknown;
+  try {
+    value = run();
+  } catch (error) {
+    entry.reject(error);
+    return;
+  }
+  entry.resolve(value);
+}
 
 function synchronously<T>(fn: () => T): T {
   const result = fn();
