@@ -144,6 +144,8 @@ export async function startConferenceSystem(
       commands: queuedBus,
       timeouts: queueTimeoutScheduler(messaging, TIMEOUT_QUEUE),
       clock,
+      // Saves a stream read per event; an instance another worker changed meanwhile fails its append, rereads.
+      cache: {},
     });
     manager.events.on((event) => processOutcomes.set(event.type, (processOutcomes.get(event.type) ?? 0) + 1));
     const router = new ProcessRouter([manager]);

@@ -1,22 +1,22 @@
 /**
  * The process manager's core behaviour as one suite, run on every event store backend (memory, SQLite,
  * PostgreSQL): the happy path, duplicates and out-of-order events, the crash window between commit and send,
- * and concurrent handlers of one process.
+ * concurrent handlers of one process, and the cache of recent instances.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { EventStore } from '../event-store.js';
 import { ProcessDispatchError } from './errors.js';
-import { orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
+import { countStreamReads, orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
 import {
   RELEASE_BUFFER_MS,
   type RegistrationEvent,
   type RegistrationState,
   registrationProcess,
 } from './fixtures/registration.js';
-import type { ProcessManagerEvent } from './process-manager.js';
+import type { ProcessCacheOptions, ProcessManagerEvent } from './process-manager.js';
 import { ProcessManager } from './process-manager.js';
-import { DISPATCHED_RECORD, STEP_RECORD } from './process-stream.js';
+import { DISPATCHED_RECORD, STEP_RECORD, type StepRecord } from './process-stream.js';
 
 export interface ContractStores {
   /** A store on a fresh, empty backend; call again for another handle on the SAME backend via `reopen`. */
@@ -276,6 +276,97 @@ export function processManagerContract(label: string, stores: ContractStores): v
         'ConfirmOrder',
       ]);
       assert.ok(final.handledEventIds.has('e-2') && final.handledEventIds.has('e-3'));
+    });
+
+    it('with a cache, reads a process stream once for all its events, and ends as without one', async () => {
+      const order = orderEvents('o-7');
+      const stream = 'registration-o-7';
+      async function run(cache: ProcessCacheOptions | undefined) {
+        const { store } = await stores.open();
+        const readsOf = countStreamReads(store);
+        const sender = new RecordingSender();
+        const manager = new ProcessManager({
+          definition: registrationProcess,
+          store,
+          commands: sender,
+          timeouts: new RecordingScheduler(),
+          ...(cache === undefined ? {} : { cache }),
+        });
+        const expiresAt = Date.UTC(2100, 0, 1);
+        await manager.handle(order.placed('e-1', expiresAt));
+        await manager.handle(order.reserved('e-2', sender.sent[0]?.id));
+        await manager.handle(order.paid('e-3'));
+        await manager.handle(order.confirmed('e-4'));
+        const reads = readsOf(stream);
+        const records = (await store.readStream(stream)).map((r) => [r.streamVersion, r.type, r.data]);
+        return { reads, records, instance: await manager.read('o-7'), sent: sender.sent };
+      }
+      const cached = await run({});
+      const uncached = await run(undefined);
+      assert.equal(cached.reads, 1, 'only before the first event');
+      assert.equal(uncached.reads, 4);
+      assert.equal(cached.instance.state.stage, 'confirmed');
+      assert.deepEqual(cached.instance, uncached.instance);
+      assert.deepEqual(cached.records, uncached.records);
+      assert.deepEqual(cached.sent, uncached.sent);
+    });
+
+    it('with a cache on two instances, the one behind the stream conflicts, reads it and decides again', async () => {
+      const { store, reopen } = await stores.open();
+      const sender = new RecordingSender();
+      const scheduler = new RecordingScheduler();
+      function cachedInstance(store: EventStore) {
+        const manager = new ProcessManager({
+          definition: registrationProcess,
+          store,
+          commands: sender,
+          timeouts: scheduler,
+          cache: {},
+        });
+        const conflicts: number[] = [];
+        manager.events.on((e) => e.type === 'conflict' && conflicts.push(e.attempt));
+        return { manager, conflicts, readsOf: countStreamReads(store) };
+      }
+      const a = cachedInstance(store);
+      const b = cachedInstance(await reopen());
+      const order = orderEvents('o-8');
+      const stream = 'registration-o-8';
+      await a.manager.handle(order.placed('e-1', store.clock.now() + 15 * 60_000));
+      await b.manager.handle(order.reserved('e-2', sender.sent[0]?.id));
+      // A's cached instance still awaits the reservation: A's step at that version conflicts.
+      await a.manager.handle(order.paid('e-3'));
+      // B's cached instance has not seen the payment.
+      const confirmed = await b.manager.handle(order.confirmed('e-4'));
+      assert.equal(confirmed.outcome === 'handled' && confirmed.completed, true);
+      assert.deepEqual([a.conflicts, b.conflicts], [[1], [1]]);
+      assert.deepEqual([a.readsOf(stream), b.readsOf(stream)], [2, 2], 'to start, and after the conflict');
+      // Redelivered to A, whose cached instance has not seen it: A's step for it is already stored (by B, with
+      // the same deterministic id), so the append writes nothing and A reads.
+      assert.deepEqual(await a.manager.handle(order.confirmed('e-4')), {
+        outcome: 'duplicate',
+        processId: 'o-8',
+        reason: 'duplicate',
+      });
+      assert.equal(a.readsOf(stream), 3);
+
+      const steps = (await store.readStream(stream)).filter((r) => r.type === STEP_RECORD);
+      assert.deepEqual(
+        steps.map((r) => (r.data as StepRecord).eventId),
+        ['e-1', 'e-2', 'e-3', 'e-4'],
+      );
+      const final = await a.manager.read('o-8');
+      assert.equal(final.state.stage, 'confirmed');
+      assert.equal(final.state.paid, true);
+      assert.equal(final.completed, true);
+      assert.deepEqual(final.pending, []);
+      assert.deepEqual(sender.types(), [
+        'MakeSeatReservation',
+        'MarkSeatsAsReserved',
+        'MakePayment',
+        'ConfirmOrder',
+        'CommitSeatReservation',
+        'CreateSeatAssignments',
+      ]);
     });
   });
 }

@@ -6,11 +6,11 @@ import { WrongExpectedVersionError } from '../errors.js';
 import { EventStore } from '../event-store.js';
 import { MemoryEventStore } from '../memory/memory-event-store.js';
 import type { ProcessDefinition, ProcessEvent, ProcessOutcome } from './definition.js';
-import { InvalidProcessOutcomeError } from './errors.js';
-import { orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
+import { InvalidProcessOutcomeError, ProcessDispatchError } from './errors.js';
+import { countStreamReads, orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
 import { registrationProcess } from './fixtures/registration.js';
 import { deterministicId } from './ids.js';
-import { ProcessManager, type ProcessManagerEvent } from './process-manager.js';
+import { type ProcessCacheOptions, ProcessManager, type ProcessManagerEvent } from './process-manager.js';
 
 const T0 = Date.UTC(2026, 0, 5, 8, 0);
 
@@ -42,7 +42,7 @@ const reminder: ProcessDefinition<{ reminded: number }, ReminderEvent> = {
 
 function setup<State, Event extends ProcessEvent>(
   definition: ProcessDefinition<State, Event>,
-  options: { timeouts?: boolean; store?: EventStore; maxAttempts?: number } = {},
+  options: { timeouts?: boolean; store?: EventStore; maxAttempts?: number; cache?: ProcessCacheOptions } = {},
 ) {
   const clock = new VirtualClock({ now: T0 });
   const store = options.store ?? new EventStore({ backend: new MemoryEventStore(), clock });
@@ -54,6 +54,7 @@ function setup<State, Event extends ProcessEvent>(
     commands: sender,
     ...(options.timeouts === false ? {} : { timeouts: scheduler }),
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+    ...(options.cache === undefined ? {} : { cache: options.cache }),
   });
   const seen: ProcessManagerEvent[] = [];
   manager.events.on((event) => seen.push(event));
@@ -74,6 +75,15 @@ describe('ProcessManager', () => {
     assert.throws(make({ commands: {} }), /commands/);
     assert.throws(make({ timeouts: {} }), /timeouts/);
     assert.throws(make({ maxAttempts: 0 }), /maxAttempts/);
+    for (const cache of [null, 5, 'yes']) assert.throws(make({ cache }), /cache/);
+    for (const maxEntries of [0, -1, 1.5, '10', Number.NaN])
+      assert.throws(make({ cache: { maxEntries } }), (error: unknown) => {
+        assert.ok(error instanceof InvalidOptionsError);
+        assert.match(error.message, /cache\.maxEntries/);
+        return true;
+      });
+    make({ cache: {} })();
+    make({ cache: { maxEntries: 1 } })();
     const { manager } = setup(reminder);
     await assert.rejects(manager.handle({ type: 'Started', data: { id: 'a' } } as never), /event.id/);
     await assert.rejects(manager.handle({ id: 'x', data: { id: 'a' } } as never), /event.type/);
@@ -221,6 +231,97 @@ describe('ProcessManager', () => {
       seen.filter((e) => e.type === 'conflict').map((e) => (e.type === 'conflict' ? e.attempt : 0)),
       [1, 2],
     );
+  });
+});
+
+describe('ProcessManager with a cache', () => {
+  const memoryStore = () =>
+    new EventStore({ backend: new MemoryEventStore(), clock: new VirtualClock({ now: T0 }) });
+  const expiresAt = T0 + 15 * 60_000;
+
+  it('reads the stream for a timeout it does not know: another instance may have scheduled it', async () => {
+    const shared = memoryStore();
+    const a = setup(reminder, { store: shared, cache: {} });
+    const b = setup(reminder, { store: shared, cache: {} });
+    await a.manager.handle({ id: 'e-1', type: 'Started', data: { id: 'r' } });
+    await b.manager.handle({ id: 'e-2', type: 'Snoozed', data: { id: 'r' } });
+    const snoozed = b.scheduler.scheduled[0];
+    assert.ok(snoozed);
+    // A's cached instance only knows the first reminder: on it, this one would be dropped as stale.
+    assert.equal((await a.manager.deliverTimeout(snoozed)).outcome, 'handled');
+    assert.equal((await a.manager.read('r')).state.reminded, 1);
+    const first = a.scheduler.scheduled[0];
+    assert.ok(first);
+    assert.equal((await a.manager.deliverTimeout(first)).outcome, 'ignored', 'superseded by the snooze');
+    assert.equal((await a.manager.deliverTimeout(snoozed)).outcome, 'duplicate');
+  });
+
+  it('decides again on a fresh read when the definition refuses the event in the cached state', async () => {
+    const shared = memoryStore();
+    const readsOf = countStreamReads(shared);
+    const a = setup(registrationProcess, { store: shared, cache: {} });
+    const b = setup(registrationProcess, { store: shared, cache: {} });
+    const order = orderEvents('o-1');
+    await a.manager.handle(order.placed('e-1', expiresAt));
+    await b.manager.handle(order.reserved('e-2', a.sender.sent[0]?.id));
+    await b.manager.handle(order.paid('e-3'));
+    // A's cached instance still awaits the reservation, where OrderConfirmed throws.
+    const confirmed = await a.manager.handle(order.confirmed('e-4'));
+    assert.equal(confirmed.outcome === 'handled' && confirmed.state.stage, 'confirmed');
+    assert.equal(readsOf('registration-o-1'), 3, 'A to start and after the refusal, B once');
+    assert.deepEqual(
+      a.seen.filter((e) => e.type === 'conflict'),
+      [],
+    );
+    assert.deepEqual(a.sender.types(), [
+      'MakeSeatReservation',
+      'CommitSeatReservation',
+      'CreateSeatAssignments',
+    ]);
+  });
+
+  it('after a failed send, handles the next event as a manager without a cache does', async () => {
+    async function run(cache: ProcessCacheOptions | undefined) {
+      const { manager, sender, seen, store } = setup(
+        registrationProcess,
+        cache === undefined ? {} : { cache },
+      );
+      const order = orderEvents('o-1');
+      await manager.handle(order.placed('e-1', expiresAt));
+      // MarkSeatsAsReserved goes out, MakePayment fails once.
+      const send = sender.send.bind(sender);
+      let failed = false;
+      sender.send = async (command) => {
+        if (command.type === 'MakePayment' && !failed) {
+          failed = true;
+          throw new Error('broker unavailable');
+        }
+        return send(command);
+      };
+      await assert.rejects(manager.handle(order.reserved('e-2', sender.sent[0]?.id)), ProcessDispatchError);
+      // What is still to send goes out first, then the payment is decided on the stored state.
+      await manager.handle(order.paid('e-3'));
+      return {
+        conflicts: seen.filter((e) => e.type === 'conflict').length,
+        sent: sender.types(),
+        records: (await store.readStream('registration-o-1')).map((r) => [r.type, r.data]),
+      };
+    }
+    const cached = await run({});
+    assert.deepEqual(cached, await run(undefined));
+    assert.deepEqual(cached.sent.slice(-2), ['MakePayment', 'ConfirmOrder']);
+  });
+
+  it('keeps at most maxEntries instances, dropping the one written longest ago', async () => {
+    const { manager, store, sender } = setup(registrationProcess, { cache: { maxEntries: 1 } });
+    const readsOf = countStreamReads(store);
+    await manager.handle(orderEvents('o-1').placed('e-1', expiresAt));
+    await manager.handle(orderEvents('o-2').placed('e-2', expiresAt));
+    await manager.handle(orderEvents('o-2').reserved('e-3', sender.sent[1]?.id));
+    await manager.handle(orderEvents('o-1').reserved('e-4', sender.sent[0]?.id));
+    assert.equal(readsOf('registration-o-2'), 1, 'still cached');
+    assert.equal(readsOf('registration-o-1'), 2, 'dropped for o-2');
+    assert.equal((await manager.read('o-1')).state.stage, 'reservation-confirmed');
   });
 });
 

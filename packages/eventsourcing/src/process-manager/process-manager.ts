@@ -16,9 +16,13 @@ import { deterministicId } from './ids.js';
 import {
   DISPATCHED_RECORD,
   type DispatchedRecord,
-  foldProcess,
+  emptyFold,
+  foldOnto,
+  instanceOf,
   type PendingMessage,
+  type ProcessFold,
   type ProcessInstance,
+  type ProcessRecord,
   pendingId,
   type RecordedCommand,
   type RecordedTimeout,
@@ -44,6 +48,17 @@ export interface ProcessManagerOptions<State, Event extends ProcessEvent> {
   readonly maxAttempts?: number;
   /** Default the store's clock. */
   readonly clock?: Clock;
+  /**
+   * Keeps the instances this manager recently wrote in process, so their next event is decided without reading
+   * the stream again; off unless given. An instance another manager (another process) changed meanwhile is
+   * caught by the step append's expected version: the event is then decided again on a fresh read.
+   */
+  readonly cache?: ProcessCacheOptions;
+}
+
+export interface ProcessCacheOptions {
+  /** Beyond this many, the instance written longest ago is dropped; default 10,000. */
+  readonly maxEntries?: number;
 }
 
 /** What became of one event or timeout. */
@@ -121,11 +136,12 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
   readonly #maxAttempts: number;
   readonly #clock: Clock;
   readonly #startedBy: ReadonlySet<string>;
+  readonly #cache: RecentFolds<State> | undefined;
 
   constructor(options: ProcessManagerOptions<State, Event>) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidOptionsError('options', 'expected an object');
-    const { definition, store, commands, timeouts, maxAttempts = 5 } = options;
+    const { definition, store, commands, timeouts, maxAttempts = 5, cache } = options;
     if (typeof definition !== 'object' || definition === null)
       throw new InvalidOptionsError('definition', 'expected an object');
     const { name } = definition;
@@ -152,6 +168,13 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
       throw new InvalidOptionsError('timeouts', 'expected a TimeoutScheduler');
     }
     assertCount('maxAttempts', maxAttempts, 1);
+    if (cache !== undefined) {
+      if (typeof cache !== 'object' || cache === null)
+        throw new InvalidOptionsError('cache', 'expected an object');
+      const { maxEntries = 10_000 } = cache;
+      assertCount('cache.maxEntries', maxEntries, 1);
+      this.#cache = new RecentFolds(maxEntries);
+    }
     this.name = name;
     this.definition = definition;
     this.#store = store;
@@ -209,8 +232,26 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
 
   /** The process as stored, without sending anything (for queries and tests). */
   async read(processId: string): Promise<ProcessInstance<State>> {
+    return instanceOf(await this.#readFold(processId));
+  }
+
+  async #readFold(processId: string): Promise<ProcessFold<State>> {
     const records = await this.#store.readStream(this.streamName(processId));
-    return foldProcess(processId, this.definition.initialState(processId), records);
+    return foldOnto(emptyFold(processId, this.definition.initialState(processId)), records);
+  }
+
+  /**
+   * The cached fold, unless the event is a timeout it does not know: another instance may have scheduled that
+   * meanwhile, and this fold would drop it as stale without appending anything that could conflict.
+   */
+  #cachedFold(
+    processId: string,
+    event: Event,
+    timeoutId: string | undefined,
+  ): ProcessFold<State> | undefined {
+    const fold = this.#cache?.get(processId);
+    if (fold === undefined || timeoutId === undefined) return fold;
+    return fold.liveTimeouts.get(event.type)?.id === timeoutId ? fold : undefined;
   }
 
   /**
@@ -237,7 +278,9 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
   async #run(processId: string, event: Event, timeoutId: string | undefined): Promise<ProcessResult<State>> {
     const streamName = this.streamName(processId);
     for (let attempt = 1; ; attempt++) {
-      const instance = await this.read(processId);
+      const cached = this.#cachedFold(processId, event, timeoutId);
+      const fold = cached ?? (await this.#readFold(processId));
+      const instance = instanceOf(fold);
       if (instance.pending.length > 0) await this.#dispatch(instance);
       const ignored = this.#whyIgnored(instance, event, timeoutId);
       if (ignored !== undefined) {
@@ -253,8 +296,17 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         isTimeout: timeoutId !== undefined,
         id: (key: string) => deterministicId(this.name, processId, event.id, key),
       };
-      const decided = this.definition.handle(instance.state, event, context) ?? {};
-      const step = this.#stepOf(processId, event, decided, context);
+      let decided: ProcessOutcome<State, Event>;
+      let step: StepRecord;
+      try {
+        decided = this.definition.handle(instance.state, event, context) ?? {};
+        step = this.#stepOf(processId, event, decided, context);
+      } catch (error) {
+        if (cached === undefined) throw error;
+        // The cached state may be behind the stream, in a stage that refuses this event: decide on a fresh read.
+        this.#cache?.delete(processId);
+        continue;
+      }
       try {
         const appended = await this.#store.appendToStream(
           streamName,
@@ -268,7 +320,10 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
           },
         );
         // Not written: this very step was stored before (a retry after a lost reply); reload sees it handled.
-        if (!appended.written) continue;
+        if (!appended.written) {
+          this.#cache?.delete(processId);
+          continue;
+        }
         const started = instance.version === 0;
         if (started) this.#emit({ type: 'started', processId, eventId: event.id });
         const version = appended.nextExpectedVersion;
@@ -286,7 +341,14 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
           ...step.commands.map((command) => ({ kind: 'command' as const, command })),
           ...step.timeouts.map((timeout) => ({ kind: 'timeout' as const, timeout })),
         ];
-        if (pending.length > 0) await this.#dispatch({ ...instance, pending });
+        const marker = pending.length > 0 ? await this.#dispatch({ ...instance, pending }) : undefined;
+        // Not cached if anything was appended between the step and its marker: this fold would miss it.
+        if (pending.length > 0 && marker?.streamVersion !== version + 1) this.#cache?.delete(processId);
+        else
+          this.#cache?.set(
+            processId,
+            foldOnto(fold, [storedStep(step, version), ...(marker ? [marker] : [])]),
+          );
         return {
           outcome: started ? 'started' : 'handled',
           processId,
@@ -296,6 +358,8 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
           commandIds: step.commands.map((command) => command.id),
         };
       } catch (error) {
+        // A conflict, a failed send, anything: whatever this manager has cached may not be what is stored.
+        this.#cache?.delete(processId);
         if (!(error instanceof WrongExpectedVersionError) || attempt >= this.#maxAttempts) throw error;
         this.#emit({ type: 'conflict', processId, attempt });
       }
@@ -376,8 +440,11 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
     };
   }
 
-  /** Sends pending messages in order, then records which went out (also when only some did). */
-  async #dispatch(instance: ProcessInstance<State>): Promise<void> {
+  /**
+   * Sends pending messages in order, then records which went out (also when only some did). Returns that record
+   * as appended; undefined when none was (nothing sent, or the same record was already stored).
+   */
+  async #dispatch(instance: ProcessInstance<State>): Promise<ProcessRecord | undefined> {
     const { processId } = instance;
     const sent: string[] = [];
     let failure: unknown;
@@ -398,20 +465,22 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         break;
       }
     }
-    if (sent.length > 0) await this.#markDispatched(processId, sent);
+    const marker = sent.length > 0 ? await this.#markDispatched(processId, sent) : undefined;
     if (failure !== undefined) {
       const pending = instance.pending.length - sent.length;
       this.#emit({ type: 'dispatch-failed', processId, pending, error: failure });
       throw new ProcessDispatchError(this.name, processId, pending, failure);
     }
+    return marker;
   }
 
-  async #markDispatched(processId: string, ids: readonly string[]): Promise<void> {
+  async #markDispatched(processId: string, ids: readonly string[]): Promise<ProcessRecord | undefined> {
     const record: DispatchedRecord = { ids };
+    let marker: ProcessRecord | undefined;
     try {
       // Any version: marks only add to what is known to be sent, whatever was appended meanwhile. The id is
       // derived from what was sent, so two instances flushing the same messages record it once.
-      await this.#store.appendToStream(
+      const appended = await this.#store.appendToStream(
         this.streamName(processId),
         [
           {
@@ -422,10 +491,13 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         ],
         { expectedVersion: 'stream-exists' },
       );
+      if (appended.written)
+        marker = { type: DISPATCHED_RECORD, data: record, streamVersion: appended.nextExpectedVersion };
     } catch (error) {
       if (!(error instanceof DuplicateEventIdError)) throw error;
     }
     this.#emit({ type: 'dispatched', processId, ids });
+    return marker;
   }
 
   #emit(detail: ProcessManagerEventDetail): void {
@@ -437,6 +509,35 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
       ...detail,
     } as ProcessManagerEvent);
   }
+}
+
+/** Recently written folds by process id, the oldest write dropped first (Map order is write order). */
+class RecentFolds<State> {
+  readonly #maxEntries: number;
+  readonly #folds = new Map<string, ProcessFold<State>>();
+
+  constructor(maxEntries: number) {
+    this.#maxEntries = maxEntries;
+  }
+
+  get(processId: string): ProcessFold<State> | undefined {
+    return this.#folds.get(processId);
+  }
+
+  set(processId: string, fold: ProcessFold<State>): void {
+    this.#folds.delete(processId);
+    this.#folds.set(processId, fold);
+    if (this.#folds.size > this.#maxEntries) this.#folds.delete(this.#folds.keys().next().value as string);
+  }
+
+  delete(processId: string): void {
+    this.#folds.delete(processId);
+  }
+}
+
+/** The step as a read would give it (JSON), whatever the definition does later to what it returned. */
+function storedStep(step: StepRecord, streamVersion: number): ProcessRecord {
+  return { type: STEP_RECORD, data: JSON.parse(JSON.stringify(step)), streamVersion };
 }
 
 function timeoutFields(timeout: RecordedTimeout) {

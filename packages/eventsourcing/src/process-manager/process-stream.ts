@@ -64,47 +64,98 @@ export interface ProcessInstance<State> {
   readonly liveTimeouts: ReadonlyMap<string, RecordedTimeout>;
 }
 
-/** Builds an instance from its stream (records of unknown types are skipped: written by a newer version). */
-export function foldProcess<State>(
-  processId: string,
-  initialState: State,
-  records: readonly RecordedEvent[],
-): ProcessInstance<State> {
-  let state = initialState;
-  let version = 0;
-  let completed = false;
-  const handledEventIds = new Set<string>();
-  const pending = new Map<string, PendingMessage>();
-  const dispatched = new Set<string>();
-  const liveTimeouts = new Map<string, RecordedTimeout>();
-  for (const record of records) {
-    version = record.streamVersion;
-    if (record.type === STEP_RECORD) {
-      const step = record.data as StepRecord;
-      handledEventIds.add(step.eventId);
-      if ('state' in step) state = step.state as State;
-      // A timeout that has fired is no longer pending (it may be scheduled again by this very step).
-      const fired = liveTimeouts.get(step.eventType);
-      if (fired?.id === step.eventId) liveTimeouts.delete(step.eventType);
-      for (const type of step.cancelledTimeouts) liveTimeouts.delete(type);
-      for (const command of step.commands) {
-        if (!dispatched.has(command.id)) pending.set(command.id, { kind: 'command', command });
-      }
-      for (const timeout of step.timeouts) {
-        liveTimeouts.set(timeout.type, timeout);
-        if (!dispatched.has(timeout.id)) pending.set(timeout.id, { kind: 'timeout', timeout });
-      }
-      if (step.completed) {
-        completed = true;
-        liveTimeouts.clear();
-      }
-    } else if (record.type === DISPATCHED_RECORD) {
-      for (const id of (record.data as DispatchedRecord).ids) {
-        dispatched.add(id);
-        pending.delete(id);
-      }
+/** What folding reads of a record: records just appended can be applied without reading them back. */
+export type ProcessRecord = Pick<RecordedEvent, 'type' | 'data' | 'streamVersion'>;
+
+/**
+ * A folded stream with what folding on needs: every recorded message not yet marked sent (some only become
+ * unsendable later), and the ids marked sent (a later step may record a message sent before). Never changed
+ * once made: `foldOnto` copies it.
+ */
+export interface ProcessFold<State> {
+  readonly processId: string;
+  readonly state: State;
+  readonly version: number;
+  readonly completed: boolean;
+  readonly handledEventIds: ReadonlySet<string>;
+  readonly pending: ReadonlyMap<string, PendingMessage>;
+  readonly dispatched: ReadonlySet<string>;
+  readonly liveTimeouts: ReadonlyMap<string, RecordedTimeout>;
+}
+
+interface FoldInProgress<State> {
+  readonly processId: string;
+  state: State;
+  version: number;
+  completed: boolean;
+  readonly handledEventIds: Set<string>;
+  readonly pending: Map<string, PendingMessage>;
+  readonly dispatched: Set<string>;
+  readonly liveTimeouts: Map<string, RecordedTimeout>;
+}
+
+/** The fold of a process with no records yet. */
+export function emptyFold<State>(processId: string, initialState: State): ProcessFold<State> {
+  return {
+    processId,
+    state: initialState,
+    version: 0,
+    completed: false,
+    handledEventIds: new Set(),
+    pending: new Map(),
+    dispatched: new Set(),
+    liveTimeouts: new Map(),
+  };
+}
+
+/** A new fold: `fold` with `records` applied after it (`fold` and the instances made from it stay as they are). */
+export function foldOnto<State>(
+  fold: ProcessFold<State>,
+  records: readonly ProcessRecord[],
+): ProcessFold<State> {
+  const next: FoldInProgress<State> = {
+    ...fold,
+    handledEventIds: new Set(fold.handledEventIds),
+    pending: new Map(fold.pending),
+    dispatched: new Set(fold.dispatched),
+    liveTimeouts: new Map(fold.liveTimeouts),
+  };
+  for (const record of records) applyRecord(next, record);
+  return next;
+}
+
+function applyRecord<State>(fold: FoldInProgress<State>, record: ProcessRecord): void {
+  const { handledEventIds, pending, dispatched, liveTimeouts } = fold;
+  fold.version = record.streamVersion;
+  if (record.type === STEP_RECORD) {
+    const step = record.data as StepRecord;
+    handledEventIds.add(step.eventId);
+    if ('state' in step) fold.state = step.state as State;
+    // A timeout that has fired is no longer pending (it may be scheduled again by this very step).
+    const fired = liveTimeouts.get(step.eventType);
+    if (fired?.id === step.eventId) liveTimeouts.delete(step.eventType);
+    for (const type of step.cancelledTimeouts) liveTimeouts.delete(type);
+    for (const command of step.commands) {
+      if (!dispatched.has(command.id)) pending.set(command.id, { kind: 'command', command });
+    }
+    for (const timeout of step.timeouts) {
+      liveTimeouts.set(timeout.type, timeout);
+      if (!dispatched.has(timeout.id)) pending.set(timeout.id, { kind: 'timeout', timeout });
+    }
+    if (step.completed) {
+      fold.completed = true;
+      liveTimeouts.clear();
+    }
+  } else if (record.type === DISPATCHED_RECORD) {
+    for (const id of (record.data as DispatchedRecord).ids) {
+      dispatched.add(id);
+      pending.delete(id);
     }
   }
+}
+
+export function instanceOf<State>(fold: ProcessFold<State>): ProcessInstance<State> {
+  const { processId, state, version, completed, handledEventIds, liveTimeouts } = fold;
   return {
     processId,
     state,
@@ -112,10 +163,19 @@ export function foldProcess<State>(
     completed,
     handledEventIds,
     // A timeout dropped before it was sent (superseded, cancelled, completed) need not be sent at all.
-    pending: [...pending.values()].filter(
+    pending: [...fold.pending.values()].filter(
       (message) =>
         message.kind === 'command' || liveTimeouts.get(message.timeout.type)?.id === message.timeout.id,
     ),
     liveTimeouts,
   };
+}
+
+/** Builds an instance from its stream (records of unknown types are skipped: written by a newer version). */
+export function foldProcess<State>(
+  processId: string,
+  initialState: State,
+  records: readonly RecordedEvent[],
+): ProcessInstance<State> {
+  return instanceOf(foldOnto(emptyFold(processId, initialState), records));
 }
