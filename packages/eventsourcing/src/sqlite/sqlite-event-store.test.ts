@@ -91,6 +91,93 @@ describe('SqliteEventStore', () => {
     database.close();
   });
 
+  describe('reading the head from the events this connection committed', () => {
+    const event = (id: string, n: number) => ({
+      id,
+      type: 'Placed',
+      data: JSON.stringify({ n }),
+      metadata: '{}',
+      schemaVersion: 1,
+    });
+    /** Counts the queries that read events from the table by position. */
+    function countingReads(database: ReturnType<typeof openSqlite>) {
+      const counter = { reads: 0 };
+      const prepare = database.prepare.bind(database);
+      database.prepare = (sql) => {
+        if (sql.includes('FROM es_events WHERE position >')) counter.reads++;
+        return prepare(sql);
+      };
+      return counter;
+    }
+    const append = (store: SqliteEventStore, stream: string, ids: string[], from: number) =>
+      store.append({
+        streamName: stream,
+        expectedVersion: 'any',
+        events: ids.map((id, i) => event(id, from + i)),
+        now: T0,
+      });
+    const numbers = (events: readonly { data: unknown }[]) => events.map((e) => (e.data as { n: number }).n);
+
+    it('serves them without a query, one decoded event shared by every reader', async () => {
+      const database = openSqlite(freshPath());
+      const store = new SqliteEventStore({ database });
+      const counter = countingReads(database);
+      await append(store, 'order-1', ['a', 'b', 'c'], 1);
+      const first = await store.readAll({ after: 0 });
+      const second = await store.readAll({ after: 1, maxCount: 1 });
+      assert.deepEqual(numbers(first), [1, 2, 3]);
+      assert.deepEqual(numbers(second), [2]);
+      assert.equal(second[0], first[1], 'the same event object');
+      assert.deepEqual(await store.readAll({ after: 3 }), []);
+      assert.equal(counter.reads, 0);
+      // What the table holds, read through another connection, is the same.
+      const other = new SqliteEventStore({ path: database.path });
+      assert.deepEqual(await other.readAll({ after: 0 }), first);
+      await other.close();
+      await store.close();
+      database.close();
+    });
+
+    it('reads the table for what another connection appended, and for older events', async () => {
+      const path = freshPath();
+      const database = openSqlite(path);
+      const store = new SqliteEventStore({ database });
+      const other = new SqliteEventStore({ path });
+      const counter = countingReads(database);
+      await append(store, 'order-1', ['a', 'b'], 1);
+      await append(other, 'order-2', ['c', 'd'], 3);
+      await append(store, 'order-1', ['e'], 5);
+      assert.deepEqual(numbers(await store.readAll({ after: 0 })), [1, 2, 3, 4, 5]);
+      assert.deepEqual(numbers(await store.readAll({ after: 2 })), [3, 4, 5]);
+      assert.ok(counter.reads >= 2, 'the tail was not trusted across the other connection’s append');
+      const reads = counter.reads;
+      // Appends after that are served from the tail again.
+      await append(store, 'order-1', ['f', 'g'], 6);
+      assert.deepEqual(numbers(await store.readAll({ after: 5 })), [6, 7]);
+      assert.equal(counter.reads, reads);
+      await other.close();
+      await store.close();
+      database.close();
+    });
+
+    it('never serves an append whose transaction was rolled back', async () => {
+      const database = openSqlite(freshPath());
+      const store = new SqliteEventStore({ database });
+      await append(store, 'order-1', ['a'], 1);
+      assert.deepEqual(numbers(await store.readAll({ after: 0 })), [1]);
+      // A transaction begun outside SqliteDatabase: the append joins it and cannot see its end.
+      database.exec('BEGIN IMMEDIATE');
+      await append(store, 'order-1', ['b', 'c'], 2);
+      database.exec('ROLLBACK');
+      assert.deepEqual(numbers(await store.readAll({ after: 0 })), [1]);
+      await append(store, 'order-1', ['d'], 4);
+      assert.deepEqual(numbers(await store.readAll({ after: 0 })), [1, 4]);
+      assert.deepEqual(numbers(await store.readAll({ after: 1 })), [4]);
+      await store.close();
+      database.close();
+    });
+  });
+
   it('sees appends made through another connection to the same file', async () => {
     const path = freshPath();
     const writer = new SqliteEventStore({ path });

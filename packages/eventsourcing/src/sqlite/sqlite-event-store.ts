@@ -22,6 +22,7 @@ import {
   type StreamInfo,
 } from '../backend.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
+import { type EventRow, RecentEvents, recorded } from './recent-events.js';
 
 export interface SqliteEventStoreOptions {
   /** A database file to open (created if missing); the store owns it and closes it on close(). */
@@ -106,18 +107,6 @@ const SQL = {
     'schema_version = excluded.schema_version, taken_at = excluded.taken_at',
 } as const;
 
-interface EventRow {
-  position: number;
-  stream_name: string;
-  version: number;
-  id: string;
-  type: string;
-  data: string;
-  metadata: string;
-  schema_version: number;
-  recorded_at: number;
-}
-
 interface StreamRow {
   name: string;
   category: string;
@@ -127,20 +116,6 @@ interface StreamRow {
 }
 
 const ALL = '$all';
-
-function recorded(row: EventRow): RecordedEvent {
-  return {
-    id: row.id,
-    type: row.type,
-    data: JSON.parse(row.data),
-    metadata: JSON.parse(row.metadata),
-    schemaVersion: row.schema_version,
-    streamName: row.stream_name,
-    streamVersion: row.version,
-    globalPosition: row.position,
-    recordedAt: row.recorded_at,
-  };
-}
 
 /** Thrown inside the append transaction to roll it back; classified once the write lock is released. */
 class AppendRefused {
@@ -165,6 +140,7 @@ export class SqliteEventStore implements EventStoreBackend {
   readonly database: SqliteDatabase;
   readonly #owned: boolean;
   readonly #hub: WatchHub;
+  readonly #recent: RecentEvents;
   #closed = false;
 
   readonly #appends = new GroupCommit<AppendRequest, AppendResult | { refused: unknown }>((requests) =>
@@ -191,6 +167,7 @@ export class SqliteEventStore implements EventStoreBackend {
       this.#owned = true;
     }
     migrateSqlite(this.database, 'eventstore', MIGRATIONS);
+    this.#recent = RecentEvents.of(this.database);
     this.#hub = new WatchHub(
       fileKey(this.database.path),
       this.database,
@@ -223,20 +200,25 @@ export class SqliteEventStore implements EventStoreBackend {
   #appendBatch(requests: AppendRequest[]): Promise<(AppendResult | { refused: unknown })[]> {
     const db = this.#db();
     return db.transactionAsync(() => {
+      const rows: EventRow[] = [];
       const outcomes = requests.map((request) => {
         try {
-          return db.transaction(() => this.#appendNow(db, request));
+          return db.transaction(() => this.#appendNow(db, request, rows));
         } catch (error) {
           if (error instanceof AppendRefused || isUniqueViolation(error)) return { refused: error };
           throw error;
         }
       });
-      db.afterCommit(() => this.#hub.notify(ALL));
+      db.afterCommit(() => {
+        this.#recent.add(rows);
+        this.#hub.notify(ALL);
+      });
       return outcomes;
     });
   }
 
-  #appendNow(db: SqliteDatabase, request: AppendRequest): AppendResult {
+  /** Appends one request (in the caller's savepoint), adding what it wrote to `rows` once it cannot fail. */
+  #appendNow(db: SqliteDatabase, request: AppendRequest, rows: EventRow[]): AppendResult {
     const { streamName, expectedVersion, events, now } = request;
     const version = db.prepare(SQL.streamVersion).get<{ version: number }>(streamName)?.version ?? 0;
     if (!versionMatches(expectedVersion, version)) throw new AppendRefused(version);
@@ -246,6 +228,7 @@ export class SqliteEventStore implements EventStoreBackend {
     const insert = db.prepare(SQL.insertEvent);
     let firstPosition = 0;
     let lastPosition = 0;
+    const written: EventRow[] = [];
     for (let i = 0; i < events.length; i++) {
       const event = events[i] as AppendRequest['events'][number];
       lastPosition = insert.run(
@@ -259,9 +242,21 @@ export class SqliteEventStore implements EventStoreBackend {
         now,
       ).lastInsertRowid;
       if (i === 0) firstPosition = lastPosition;
+      written.push({
+        position: lastPosition,
+        stream_name: streamName,
+        version: version + i + 1,
+        id: event.id,
+        type: event.type,
+        data: event.data,
+        metadata: event.metadata,
+        schema_version: event.schemaVersion,
+        recorded_at: now,
+      });
     }
     const next = version + events.length;
     db.prepare(SQL.upsertStream).run(streamName, categoryOf(streamName), next, now, now);
+    rows.push(...written);
     return { streamName, nextExpectedVersion: next, firstPosition, lastPosition, written: true };
   }
 
@@ -283,7 +278,11 @@ export class SqliteEventStore implements EventStoreBackend {
 
   async readAll(query: ReadAllQuery = {}): Promise<RecordedEvent[]> {
     const { after = 0, maxCount = 1000 } = query;
-    return this.#db().prepare(SQL.readAll).all<EventRow>(after, maxCount).map(recorded);
+    const db = this.#db();
+    return (
+      this.#recent.read(after, maxCount) ??
+      db.prepare(SQL.readAll).all<EventRow>(after, maxCount).map(recorded)
+    );
   }
 
   async headPosition(): Promise<number> {
