@@ -95,8 +95,11 @@ export async function startConferenceSystem(
   await messaging.createQueue(TIMEOUT_QUEUE, queueOptions);
   const views = [conferenceView, orderView];
   const runsWorker = config.role !== 'web';
-  // Without a view runner here, nothing reports changes: poll the views briskly instead.
-  const waits = new DocumentWaits(clock, runsWorker ? 250 : 25);
+  // Without a view runner here, nothing reports changes: poll the views briskly instead. Embedded, the runners report
+  // each change once committed, so documents are cached until they change.
+  const waits = new DocumentWaits(clock, runsWorker ? 250 : 25, {
+    cacheDocuments: runsWorker && config.databaseUrl === undefined,
+  });
   const queries = documentQueries(
     waits.track(infrastructure.reader(conferenceView)),
     waits.track(infrastructure.reader(orderView)),

@@ -5,29 +5,51 @@ import type { DocumentKey, DocumentReader } from '@stratus/eventsourcing';
 const ANY = '\u0000*';
 const keyOf = (collection: string, id: string) => `${collection}\u0000${id}`;
 
+/** Documents kept in memory at most (when caching). */
+const CACHED_DOCUMENTS = 20_000;
+
 /**
  * Waiting for eventually consistent views (Asynchronous Request-Reply): a check is re-run when a document it read
  * changes, not on every change, so hundreds of waiting requests cost reads only when their own documents move. The
  * documents a check reads are recorded through the readers this class wraps; a `find` waits on its whole collection.
  * Without a view runner in this process nothing reports changes, and the poll interval bounds the wait.
+ *
+ * With `cacheDocuments` (only where every change is reported once committed: the view runners run here, on SQLite),
+ * documents read by id are kept until they change, so polling clients and waiting checks cost no query. Cached
+ * documents are shared by every caller: they must not be modified. A view version switched in while running is not
+ * noticed (the system switches versions across restarts only).
  */
 export class DocumentWaits {
   readonly #reads = new AsyncLocalStorage<Set<string>>();
   readonly #waiters = new Map<string, Set<() => void>>();
   readonly #clock: Clock;
   readonly #pollMs: number;
+  readonly #documents: Map<string, unknown> | undefined;
+  /** Changes heard so far: a read that a change overtook is not cached. */
+  #changes = 0;
 
-  constructor(clock: Clock, pollMs: number) {
+  constructor(clock: Clock, pollMs: number, options: { readonly cacheDocuments?: boolean } = {}) {
     this.#clock = clock;
     this.#pollMs = pollMs;
+    this.#documents = options.cacheDocuments ? new Map() : undefined;
   }
 
   /** `reader`, recording what each check reads. */
   track(reader: DocumentReader): DocumentReader {
     return {
-      get: (collection, id) => {
-        this.#reads.getStore()?.add(keyOf(collection, id));
-        return reader.get(collection, id);
+      get: async <T>(collection: string, id: string) => {
+        const key = keyOf(collection, id);
+        this.#reads.getStore()?.add(key);
+        const documents = this.#documents;
+        if (documents === undefined) return reader.get<T>(collection, id);
+        if (documents.has(key)) return documents.get(key) as T | undefined;
+        const changesBefore = this.#changes;
+        const doc = await reader.get<T>(collection, id);
+        if (this.#changes === changesBefore) {
+          if (documents.size >= CACHED_DOCUMENTS) documents.delete(documents.keys().next().value as string);
+          documents.set(key, doc);
+        }
+        return doc;
       },
       find: (collection, lookup) => {
         this.#reads.getStore()?.add(`${collection}${ANY}`);
@@ -38,7 +60,9 @@ export class DocumentWaits {
 
   /** Wakes the waiters on these documents (and on their collections). */
   changed(keys: readonly DocumentKey[]): void {
+    this.#changes++;
     for (const { collection, id } of keys) {
+      this.#documents?.delete(keyOf(collection, id));
       this.#wake(keyOf(collection, id));
       this.#wake(`${collection}${ANY}`);
     }

@@ -14,6 +14,7 @@ import {
   type DocumentKey,
   type DocumentProjectionDefinition,
   type DocumentReader,
+  documentTable,
   postgresDocumentProjection,
   postgresDocumentReader,
   sqliteDocumentProjection,
@@ -131,6 +132,42 @@ describe('document projections on SQLite', () => {
         }),
       sqliteDocumentReader(database, target, 'carts'),
     );
+    await store.close();
+    database.close();
+  });
+
+  it('tells which documents changed once the batch committed', async () => {
+    const path = join(directory, 'told.db');
+    const database = openSqlite(path);
+    const store = new EventStore({ backend: new SqliteEventStore({ database, watchIntervalMs: 5 }) });
+    const target = new SqliteProjectionTarget({ database });
+    // Another connection sees only what was committed.
+    const other = openSqlite(path);
+    const seen: (string | undefined)[] = [];
+    const runner = new ProjectionRunner(
+      store,
+      target,
+      sqliteDocumentProjection(carts, {
+        onChange(keys) {
+          const table = documentTable(carts.name, carts.version);
+          for (const { id } of keys) {
+            const select = other.prepare(`SELECT doc FROM ${table} WHERE collection = 'cart' AND id = ?`);
+            seen.push(select.get<{ doc: string }>(id)?.doc);
+          }
+        },
+      }),
+      { pollIntervalMs: 20 },
+    );
+    const running = runner.start();
+    await store.appendToStream('cart-c9', [{ type: 'CartOpened', data: { cart: 'c9', owner: 'eve' } }]);
+    await waitUntil(() => seen.length > 0, 'told');
+    assert.deepEqual(
+      seen.map((doc) => doc && JSON.parse(doc)),
+      [{ id: 'c9', owner: 'eve', items: 0 }],
+    );
+    await runner.stop();
+    await running;
+    other.close();
     await store.close();
     database.close();
   });

@@ -35,8 +35,9 @@ export interface DocumentProjectionDefinition {
 
 export interface DocumentProjectionOptions {
   /**
-   * Told which documents a batch wrote, as it writes them (before the commit; rolled-back batches are told too): lets
-   * a process wake exactly the readers waiting for those documents instead of all of them.
+   * Told which documents a batch wrote: lets a process wake exactly the readers waiting for those documents instead
+   * of all of them. SQLite tells once the batch committed (never for a rolled-back one), so a reader woken reads the
+   * change and an in-process cache can trust it; PostgreSQL tells as the batch writes, before its commit.
    */
   readonly onChange?: (keys: readonly DocumentKey[]) => void;
 }
@@ -162,7 +163,7 @@ export function sqliteDocumentProjection(
         if (doc === undefined) remove.run(key.collection, key.id);
         else upsert.run(key.collection, key.id, lookup, JSON.stringify(doc));
       }
-      notify(options, changes);
+      db.afterCommit(() => notify(options, changes));
     },
     teardown(db, version) {
       db.exec(`DROP TABLE IF EXISTS ${documentTable(definition.name, version)}`);

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { DocumentReader } from '@stratus/eventsourcing';
+import { VirtualClock } from '@stratus/testkit';
+import { DocumentWaits } from './waiting.js';
+
+/** Documents in a map, counting reads; `hold` makes the next read wait until released. */
+function countingReader(docs: Map<string, unknown>) {
+  const state = { reads: 0, hold: undefined as Promise<void> | undefined };
+  const reader: DocumentReader = {
+    async get<T>(collection: string, id: string) {
+      state.reads++;
+      const doc = docs.get(`${collection}/${id}`) as T | undefined;
+      if (state.hold !== undefined) await state.hold;
+      return doc;
+    },
+    async find() {
+      return [];
+    },
+  };
+  return { reader, state };
+}
+
+describe('DocumentWaits', () => {
+  it('with cacheDocuments, reads a document once until it changes (a missing one too)', async () => {
+    const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
+    const { reader, state } = countingReader(docs);
+    const waits = new DocumentWaits(new VirtualClock(), 250, { cacheDocuments: true });
+    const tracked = waits.track(reader);
+    assert.deepEqual(await tracked.get('order', '1'), { status: 'pending' });
+    assert.deepEqual(await tracked.get('order', '1'), { status: 'pending' });
+    assert.equal(await tracked.get('order', '2'), undefined);
+    assert.equal(await tracked.get('order', '2'), undefined);
+    assert.equal(state.reads, 2);
+    docs.set('order/1', { status: 'reserved' });
+    docs.set('order/2', { status: 'pending' });
+    waits.changed([
+      { collection: 'order', id: '1' },
+      { collection: 'order', id: '2' },
+    ]);
+    assert.deepEqual(await tracked.get('order', '1'), { status: 'reserved' });
+    assert.deepEqual(await tracked.get('order', '2'), { status: 'pending' });
+    assert.equal(state.reads, 4);
+  });
+
+  it('does not keep a read that a change overtook', async () => {
+    const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
+    const { reader, state } = countingReader(docs);
+    const waits = new DocumentWaits(new VirtualClock(), 250, { cacheDocuments: true });
+    const tracked = waits.track(reader);
+    let release!: () => void;
+    state.hold = new Promise((resolve) => {
+      release = resolve;
+    });
+    const slow = tracked.get('order', '1');
+    docs.set('order/1', { status: 'reserved' });
+    waits.changed([{ collection: 'order', id: '1' }]);
+    state.hold = undefined;
+    release();
+    assert.deepEqual(await slow, { status: 'pending' });
+    assert.deepEqual(await tracked.get('order', '1'), { status: 'reserved' });
+    assert.equal(state.reads, 2);
+  });
+
+  it('reads every time without cacheDocuments', async () => {
+    const { reader, state } = countingReader(new Map([['order/1', {}]]));
+    const tracked = new DocumentWaits(new VirtualClock(), 25).track(reader);
+    await tracked.get('order', '1');
+    await tracked.get('order', '1');
+    assert.equal(state.reads, 2);
+  });
+
+  it('wakes a waiting check when a document it read changes', async () => {
+    const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
+    const { reader } = countingReader(docs);
+    const clock = new VirtualClock();
+    const waits = new DocumentWaits(clock, 250, { cacheDocuments: true });
+    const tracked = waits.track(reader);
+    const reserved = waits.waitFor(async () => {
+      const order = await tracked.get<{ status: string }>('order', '1');
+      return order?.status === 'reserved' ? order : undefined;
+    }, 10_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    docs.set('order/1', { status: 'reserved' });
+    waits.changed([{ collection: 'order', id: '1' }]);
+    assert.deepEqual(await reserved, { status: 'reserved' });
+  });
+});
