@@ -12,6 +12,7 @@ import { EventStore } from '../event-store.js';
 import { MemoryEventStore } from '../memory/memory-event-store.js';
 import { registerConferenceServices } from './fixtures/conference-services.js';
 import {
+  HAPPY_PATH_COMMANDS,
   RELEASE_BUFFER_MS,
   type RegistrationEvent,
   type RegistrationState,
@@ -69,14 +70,7 @@ describe('a conference registration, end to end', () => {
       await waitUntil(async () => (await manager.read('o-1')).completed, 'the registration completed');
       assert.deepEqual(
         services.received.map((c) => c.type),
-        [
-          'MakeSeatReservation',
-          'MarkSeatsAsReserved',
-          'MakePayment',
-          'ConfirmOrder',
-          'CommitSeatReservation',
-          'CreateSeatAssignments',
-        ],
+        HAPPY_PATH_COMMANDS,
       );
       assert.deepEqual(await types('order-o-1'), [
         'OrderPlaced',
