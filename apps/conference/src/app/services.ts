@@ -274,7 +274,8 @@ export class ConferenceManagement {
       type: 'CreateConference',
       data: { conferenceId, accessCode: accessCode(), ...input },
     };
-    (conferenceDecider.decide as NonNullable<typeof conferenceDecider.decide>)(command, null);
+    // Decided (and validated) before the slug is claimed, so a bad request claims nothing.
+    const events = (conferenceDecider.decide as NonNullable<typeof conferenceDecider.decide>)(command, null);
     try {
       await this.#store.appendToStream(
         `conferenceSlug-${input.slug.toLowerCase()}`,
@@ -286,7 +287,7 @@ export class ConferenceManagement {
         throw new ConflictError('The chosen conference slug is already taken.');
       throw error;
     }
-    await this.#conferences.handle(conferenceId, (state) => conferenceDecider.decide?.(command, state) ?? []);
+    await this.#conferences.handle(conferenceId, () => events, { expectedVersion: 0 });
     return { conferenceId, slug: input.slug, accessCode: command.data.accessCode };
   }
 

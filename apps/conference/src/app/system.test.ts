@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
 import { EventStore, SqliteEventStore } from '@stratus/eventsourcing';
 import { postgresForSuite, redisForSuite } from '@stratus/testkit';
+import { Registry } from 'prom-client';
 import type { OrderStatus, OrderView } from '../read-models/order-view.js';
 import { configFromEnv } from './config.js';
 import { type ConferenceSystem, startConferenceSystem } from './system.js';
@@ -270,12 +271,24 @@ describe('the conference system on the embedded default (SQLite)', () => {
         totalCents: reserved?.totalCents ?? 0,
       });
       assert.ok(await orderIn(system, orderId, 'expired'));
+      // What the process manager passed over so far (its metric): the late payment must be one more.
+      const registry = new Registry();
+      system.registerMetrics(registry);
+      const ignored = async () =>
+        (await registry.getSingleMetric('conference_process_manager_events_total')?.get())?.values.find(
+          (value) => value.labels.kind === 'ignored',
+        )?.value ?? 0;
+      const ignoredBefore = await ignored();
       await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
       const paid = await system.waitFor(async () => {
         const payment = await system.queries.payment(paymentId);
         return payment?.status === 'completed' ? payment : undefined;
       }, 10_000);
       assert.ok(paid, 'the processor took the payment');
+      assert.ok(
+        await system.waitFor(async () => ((await ignored()) > ignoredBefore ? true : undefined), 10_000),
+        'the process manager passed over the late payment',
+      );
       // The late payment reached a completed process: the seats stay released and the order expired.
       const seats = await system.waitFor(async () => {
         const seat = (await system.queries.conference(conferenceId))?.seatTypes[0];

@@ -623,38 +623,35 @@ ${
     );
   });
 
-  app.get('/:slug/third-party-payment-accept', async (request, reply) => {
-    const conference = await conferenceOf(request.params, reply);
-    if (conference === undefined) return reply;
-    const payment = await paymentOf(conference, request.query, false);
-    if (payment === undefined)
-      return message(reply, 404, conference, 'Payment', 'The payment could not be found.');
-    try {
-      await commands.send('CompleteThirdPartyProcessorPayment', { paymentId: payment.paymentId });
-    } catch (error) {
-      if (error instanceof InvalidOperationError)
-        return seeOther(reply, registrantUrl(conference, payment.orderId, 0, true));
-      throw error;
-    }
-    return seeOther(reply, confirmationUrl(conference, payment.orderId));
-  });
-
-  app.get('/:slug/third-party-payment-reject', async (request, reply) => {
-    const conference = await conferenceOf(request.params, reply);
-    if (conference === undefined) return reply;
-    const payment = await paymentOf(conference, request.query, false);
-    if (payment === undefined)
-      return message(reply, 404, conference, 'Payment', 'The payment could not be found.');
-    try {
-      await commands.send('CancelThirdPartyProcessorPayment', { paymentId: payment.paymentId });
-    } catch (error) {
-      // Already completed: the registrant paid after all.
-      if (error instanceof InvalidOperationError)
-        return seeOther(reply, confirmationUrl(conference, payment.orderId));
-      throw error;
-    }
-    return seeOther(reply, registrantUrl(conference, payment.orderId, 0, true));
-  });
+  // The processor's return (accept) and cancel (reject) callbacks. A payment already settled the other way wins:
+  // a refused accept means it was cancelled, a refused reject that the registrant paid after all.
+  const paymentCallbacks = {
+    accept: { command: 'CompleteThirdPartyProcessorPayment', paid: true },
+    reject: { command: 'CancelThirdPartyProcessorPayment', paid: false },
+  } as const;
+  for (const [outcome, { command, paid }] of Object.entries(paymentCallbacks)) {
+    app.get(`/:slug/third-party-payment-${outcome}`, async (request, reply) => {
+      const conference = await conferenceOf(request.params, reply);
+      if (conference === undefined) return reply;
+      const payment = await paymentOf(conference, request.query, false);
+      if (payment === undefined)
+        return message(reply, 404, conference, 'Payment', 'The payment could not be found.');
+      const settled = (asPaid: boolean) =>
+        seeOther(
+          reply,
+          asPaid
+            ? confirmationUrl(conference, payment.orderId)
+            : registrantUrl(conference, payment.orderId, 0, true),
+        );
+      try {
+        await commands.send(command, { paymentId: payment.paymentId });
+      } catch (error) {
+        if (error instanceof InvalidOperationError) return settled(!paid);
+        throw error;
+      }
+      return settled(paid);
+    });
+  }
 
   // The simulated third-party payment processor (the Journey's Payments area).
   app.get('/payment', async (request, reply) => {
