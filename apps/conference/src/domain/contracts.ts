@@ -194,18 +194,18 @@ export type SeatAssignmentsEvent =
 // ---------------------------------------------------------------------------------------------------------------
 // Payments (stream `payment-<paymentId>`)
 
+/** What a payment is for: asked for by InitiateThirdPartyProcessorPayment, recorded by PaymentInitiated. */
+export interface PaymentRequest {
+  readonly paymentId: string;
+  /** The order paid for. */
+  readonly paymentSourceId: string;
+  readonly conferenceId: string;
+  readonly description: string;
+  readonly totalCents: number;
+}
+
 export type PaymentEvent =
-  | DomainEvent<
-      'PaymentInitiated',
-      {
-        readonly paymentId: string;
-        /** The order paid for. */
-        readonly paymentSourceId: string;
-        readonly conferenceId: string;
-        readonly description: string;
-        readonly totalCents: number;
-      }
-    >
+  | DomainEvent<'PaymentInitiated', PaymentRequest>
   | DomainEvent<'PaymentCompleted', { readonly paymentId: string; readonly paymentSourceId: string }>
   | DomainEvent<'PaymentRejected', { readonly paymentId: string; readonly paymentSourceId: string }>;
 
@@ -256,13 +256,7 @@ export interface CommandData {
     readonly attendee: PersonalInfo;
   };
   readonly UnassignSeat: { readonly assignmentsId: string; readonly position: number };
-  readonly InitiateThirdPartyProcessorPayment: {
-    readonly paymentId: string;
-    readonly paymentSourceId: string;
-    readonly conferenceId: string;
-    readonly description: string;
-    readonly totalCents: number;
-  };
+  readonly InitiateThirdPartyProcessorPayment: PaymentRequest;
   readonly CompleteThirdPartyProcessorPayment: { readonly paymentId: string };
   readonly CancelThirdPartyProcessorPayment: { readonly paymentId: string };
 }
