@@ -386,7 +386,7 @@ describe('results file', () => {
       writeResults(path, file);
       assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), file);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
     }
   });
 

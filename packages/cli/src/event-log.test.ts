@@ -10,7 +10,7 @@ import { openEventLog } from './event-log.js';
 
 describe('event log', () => {
   const dirs: string[] = [];
-  after(() => Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true }))));
+  after(() => Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true, maxRetries: 10 }))));
 
   it('writes each policy event as one JSON line with its fields', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'stratus-log-'));

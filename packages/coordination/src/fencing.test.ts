@@ -53,7 +53,7 @@ fencingSuite('memory', async () => {
 });
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-fencing-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 
 fencingSuite('sqlite', async () => {

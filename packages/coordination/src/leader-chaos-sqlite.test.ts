@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import { assertChaosOutcome, CHAOS_MS, runLeaderChaos } from './fixtures/leader-chaos.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-chaos-sqlite-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 
 describe('Leader Election chaos: SQLite', () => {
   it('five candidates, leaders killed and paused at random: fenced terms never overlap, failovers in bound', async (t) => {

@@ -8,7 +8,7 @@ import { leaseStoreContract } from './lease-contract.js';
 import { SqliteLeaseStore } from './sqlite-lease-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-leases-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 
 leaseStoreContract(

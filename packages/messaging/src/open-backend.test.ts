@@ -10,7 +10,7 @@ import { Messaging } from './messaging.js';
 import { openMessageBackend } from './open-backend.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-open-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 const postgres = await postgresForSuite('messaging-open-backend');
 const redis = await redisForSuite('messaging-open-backend');
 after(async () => {

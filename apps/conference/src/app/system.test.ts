@@ -12,7 +12,7 @@ import { configFromEnv } from './config.js';
 import { type ConferenceSystem, startConferenceSystem } from './system.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-system-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let systems = 0;
 
 /** How a scenario gets a system: the web-facing one it drives, and a stop for everything it started. */

@@ -53,7 +53,7 @@ before(async () => {
 });
 after(async () => {
   await api?.close();
-  rmSync(directory, { recursive: true, force: true });
+  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
 });
 
 interface Answer {

@@ -19,7 +19,7 @@ import type { SagaEventBody } from './saga-event.js';
 
 const T0 = 1_750_000_000_000;
 const directory = mkdtempSync(join(tmpdir(), 'stratus-choreography-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 
 const backends: Record<string, () => MessageBackend> = {

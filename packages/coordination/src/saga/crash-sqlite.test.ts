@@ -26,7 +26,7 @@ import { SqliteSagaStore } from './sqlite-saga-store.js';
 const SAGAS = 60;
 const CRASHES = 5;
 const directory = mkdtempSync(join(tmpdir(), 'stratus-saga-crash-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 
 /** A small seeded generator, so a failing run can be repeated with its seed. */
 function mulberry32(seed: number): () => number {

@@ -8,7 +8,7 @@ import { sagaStoreContract } from './saga-store-contract.js';
 import { SqliteSagaStore } from './sqlite-saga-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sagas-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 
 sagaStoreContract(

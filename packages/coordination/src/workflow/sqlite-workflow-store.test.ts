@@ -8,7 +8,7 @@ import { SqliteWorkflowStore } from './sqlite-workflow-store.js';
 import { workflowStoreContract } from './workflow-store-contract.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-workflows-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 
 workflowStoreContract(

@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { runWorkflowChaos } from './fixtures/workflow-chaos.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-workflow-chaos-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 
 describe('Workflow chaos: SQLite', () => {
   it('1,000 three-step workflows while Schedulers, Agents and Supervisors are SIGKILLed: all end, effects once', async (t) => {

@@ -21,7 +21,7 @@ import { ProcessManager } from './process-manager.js';
 import { queueTimeoutScheduler } from './senders.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-pm-crash-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let runs = 0;
 
 /** Runs the child until it is inside the window, kills it there, and opens the survivors' view. */

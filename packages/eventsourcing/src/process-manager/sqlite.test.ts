@@ -22,6 +22,6 @@ processManagerContract('SQLite', {
   },
   async close() {
     for (const store of opened) await store.close();
-    rmSync(directory, { recursive: true, force: true });
+    rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
   },
 });

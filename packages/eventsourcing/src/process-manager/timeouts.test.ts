@@ -29,7 +29,7 @@ import { queueTimeoutScheduler } from './senders.js';
 
 const T0 = Date.UTC(2026, 2, 1, 9, 0);
 const directory = mkdtempSync(join(tmpdir(), 'stratus-pm-timeouts-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 
 const queues: Record<string, () => MessageBackend> = {

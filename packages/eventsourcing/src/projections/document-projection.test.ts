@@ -117,7 +117,7 @@ async function exercise<Tx>(
 
 describe('document projections on SQLite', () => {
   const directory = mkdtempSync(join(tmpdir(), 'stratus-documents-'));
-  after(() => rmSync(directory, { recursive: true, force: true }));
+  after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 
   it('load, apply in memory and write back per batch; find by lookup; refuse undeclared documents', async () => {
     const database = openSqlite(join(directory, 'docs.db'));

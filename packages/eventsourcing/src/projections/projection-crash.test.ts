@@ -34,7 +34,7 @@ const STALL_AT = 275;
 const suite = await postgresForSuite('eventsourcing-projection-crash');
 const directory = mkdtempSync(join(tmpdir(), 'stratus-projection-crash-'));
 after(async () => {
-  rmSync(directory, { recursive: true, force: true });
+  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
   await suite.release();
 });
 

@@ -19,7 +19,7 @@ import { activeVersion } from './target.js';
 import { projectionTargetContract } from './target-contract.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-projections-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 
 /** Orders per status; version 2 also sums the seats. */

@@ -9,7 +9,7 @@ import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-event-store-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 const freshPath = () => join(directory, `test-${++files}.db`);
 const T0 = 1_750_000_000_000;

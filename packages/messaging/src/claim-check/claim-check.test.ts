@@ -27,7 +27,7 @@ describe('claim check', () => {
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), 'stratus-claim-check-'));
   });
-  after(() => rm(directory, { recursive: true, force: true }));
+  after(() => rm(directory, { recursive: true, force: true, maxRetries: 10 }));
 
   it('sends a 5 MiB body as a small reference and restores it byte for byte (filesystem store)', async () => {
     const store = new FilesystemBlobStore({ directory });

@@ -14,7 +14,7 @@ let sequence = 0;
 before(async () => {
   root = await mkdtemp(join(tmpdir(), 'stratus-blobs-'));
 });
-after(() => rm(root, { recursive: true, force: true }));
+after(() => rm(root, { recursive: true, force: true, maxRetries: 10 }));
 
 function freshDirectory(): string {
   return join(root, `store-${++sequence}`);
@@ -24,7 +24,7 @@ blobStoreContract('filesystem', async (clock) => {
   const directory = freshDirectory();
   return {
     store: new FilesystemBlobStore({ directory, clock }),
-    cleanup: () => rm(directory, { recursive: true, force: true }),
+    cleanup: () => rm(directory, { recursive: true, force: true, maxRetries: 10 }),
   };
 });
 

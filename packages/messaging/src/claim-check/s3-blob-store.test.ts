@@ -35,7 +35,7 @@ before(async () => {
 });
 after(async () => {
   await server.stop();
-  await rm(directory, { recursive: true, force: true });
+  await rm(directory, { recursive: true, force: true, maxRetries: 10 });
 });
 
 function options(overrides: Partial<S3BlobStoreOptions> = {}): S3BlobStoreOptions {
@@ -67,7 +67,7 @@ blobStoreContract('s3 (s3rver)', async () => {
       }
       throw new Error(`could not backdate ${file}`);
     },
-    cleanup: () => rm(join(directory, BUCKET, prefix), { recursive: true, force: true }),
+    cleanup: () => rm(join(directory, BUCKET, prefix), { recursive: true, force: true, maxRetries: 10 }),
   };
 });
 

@@ -15,7 +15,7 @@ describe('crash test on SQLite: SIGKILLed consumers, exactly-once effects', () =
     try {
       await crashAndCheck('sqlite', `sqlite:${join(dir, 'queue.db')}`, 1);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
     }
   });
 });

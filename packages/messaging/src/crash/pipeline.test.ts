@@ -100,7 +100,7 @@ async function runPipeline(backendUrl: string): Promise<void> {
     await Promise.all(Object.values(filters).map((pool) => pool.killAll()));
     await messaging.close();
     results.close();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
   }
 }
 
@@ -110,7 +110,7 @@ describe('Pipes and Filters in three processes on SQLite, one of them SIGKILLed'
     try {
       await runPipeline(`sqlite:${join(dir, 'queues.db')}`);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
     }
   });
 });

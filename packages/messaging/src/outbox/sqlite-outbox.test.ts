@@ -10,7 +10,7 @@ import { outboxContract } from './outbox.contract.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-outbox-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 
 outboxContract('sqlite', async (clock, table) => {
   const database = openSqlite(join(directory, `${table}.db`));

@@ -289,7 +289,7 @@ describe('redis message backend across a server restart', {
     } finally {
       await backend.close();
       server.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10 });
     }
   });
 });

@@ -16,7 +16,7 @@ import {
 import { migrateSqlite, schemaVersion } from './migrations.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-driver-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 const freshPath = () => join(directory, `driver-${++files}.db`);
 

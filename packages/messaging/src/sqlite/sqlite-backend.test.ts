@@ -12,7 +12,7 @@ import { MESSAGING_MIGRATIONS } from './schema.js';
 import { BackendClosedError, sqliteMessageBackend } from './sqlite-backend.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-backend-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 let files = 0;
 const freshPath = () => join(directory, `test-${++files}.db`);
 

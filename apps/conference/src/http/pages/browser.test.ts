@@ -207,7 +207,7 @@ describe('the conference web sites in Chromium', { skip }, () => {
       await browser?.close();
       await app.close();
       await system.stop();
-      rmSync(directory, { recursive: true, force: true });
+      rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
     }
   });
 });

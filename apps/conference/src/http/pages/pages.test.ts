@@ -24,7 +24,7 @@ before(async () => {
 after(async () => {
   await app?.close();
   await system?.stop();
-  rmSync(directory, { recursive: true, force: true });
+  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
 });
 
 function post(url: string, fields: Record<string, string>): Promise<LightMyRequestResponse> {
