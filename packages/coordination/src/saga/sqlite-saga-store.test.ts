@@ -1,34 +1,17 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
-import { openSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { describe, it } from 'node:test';
+import { sqliteFiles } from '../fixtures/sqlite-files.js';
 import { sagaStoreContract } from './saga-store-contract.js';
 import { SqliteSagaStore } from './sqlite-saga-store.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'stratus-sagas-'));
-/** Every database the tests open: closed before the directory goes (their checkpointers write into it). */
-const opened: SqliteDatabase[] = [];
-const open = (path: string) => {
-  const database = openSqlite(path);
-  opened.push(database);
-  return database;
-};
-after(() => {
-  for (const database of opened) database.close();
-  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
-});
+const { path: fileIn, open } = sqliteFiles('stratus-sagas-');
 let files = 0;
 
-sagaStoreContract(
-  'sqlite',
-  async () => new SqliteSagaStore({ database: open(join(directory, `s-${++files}.db`)) }),
-);
+sagaStoreContract('sqlite', async () => new SqliteSagaStore({ database: open(fileIn(`s-${++files}.db`)) }));
 
 describe('SqliteSagaStore', () => {
   it('shares sagas between connections to one file, as processes do', async () => {
-    const path = join(directory, 'shared.db');
+    const path = fileIn('shared.db');
     const one = new SqliteSagaStore({ database: open(path) });
     const two = new SqliteSagaStore({ database: open(path) });
     const record = {
