@@ -756,7 +756,7 @@ ${error === undefined ? '' : html`<p class="error" role="alert">${error}</p>`}
     const { orderId } = fieldsOf(request.params);
     const order = isId(orderId) ? await orderOf(conference, orderId) : undefined;
     if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
-    const assignments = await queries.assignments(order.orderId);
+    const assignments = await assignmentsFor(order, ['confirmed']);
     const lines = order.lines
       .filter((line) => lineQuantity(order, line) > 0)
       .map(
@@ -807,32 +807,36 @@ ${errors[String(n)] === undefined ? '' : html`<tr><td colspan="4" class="error" 
     return conferencePage(reply, status, conference, 'Assign Seats', body);
   }
 
-  async function assignmentsOf(conference: Conf, params: unknown) {
+  /**
+   * The order's seat assignments. Right after payment they follow the confirmation by a moment, so an order whose
+   * status is one of `settling` waits for them.
+   */
+  async function assignmentsFor(order: OrderView, settling: readonly OrderView['status'][]) {
+    const assignments = await queries.assignments(order.orderId);
+    if (assignments !== undefined || !settling.includes(order.status)) return assignments;
+    return system.waitFor(() => queries.assignments(order.orderId), VIEW_WAIT_MS);
+  }
+
+  async function assignmentsOf(conference: Conf, params: unknown, settling: readonly OrderView['status'][]) {
     const { orderId } = fieldsOf(params);
     const order = isId(orderId) ? await orderOf(conference, orderId) : undefined;
     if (order === undefined) return { order: undefined, assignments: undefined };
-    return { order, assignments: await queries.assignments(order.orderId) };
+    return { order, assignments: await assignmentsFor(order, settling) };
   }
 
   app.get('/:slug/order/:orderId/seats', async (request, reply) => {
     const conference = await conferenceOf(request.params, reply);
     if (conference === undefined) return reply;
-    const { order, assignments } = await assignmentsOf(conference, request.params);
+    const { order, assignments } = await assignmentsOf(conference, request.params, ['confirmed', 'reserved']);
     if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
-    // Right after payment the assignments follow the confirmation by a moment.
-    const found =
-      assignments ??
-      (order.status === 'confirmed' || order.status === 'reserved'
-        ? await system.waitFor(() => queries.assignments(order.orderId), VIEW_WAIT_MS)
-        : undefined);
-    if (found === undefined) return seeOther(reply, `/${conference.slug}/order/${order.orderId}`);
-    return renderSeats(reply, 200, conference, found, undefined, {});
+    if (assignments === undefined) return seeOther(reply, `/${conference.slug}/order/${order.orderId}`);
+    return renderSeats(reply, 200, conference, assignments, undefined, {});
   });
 
   app.post('/:slug/order/:orderId/seats', async (request, reply) => {
     const conference = await conferenceOf(request.params, reply);
     if (conference === undefined) return reply;
-    const { order, assignments } = await assignmentsOf(conference, request.params);
+    const { order, assignments } = await assignmentsOf(conference, request.params, ['confirmed']);
     if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
     if (assignments === undefined) return seeOther(reply, `/${conference.slug}/order/${order.orderId}`);
     const values = fieldsOf(request.body);
