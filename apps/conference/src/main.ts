@@ -1,19 +1,24 @@
 // The Conference Management System: `npm start` runs it whole on the embedded default (README: Conference).
+import { pino } from 'pino';
 import { configFromEnv } from './app/config.js';
-import { startConferenceSystem } from './app/system.js';
+import { startSystem } from './app/threaded-system.js';
 import { buildServer } from './http/server.js';
 
 const config = configFromEnv();
-const system = await startConferenceSystem(config);
-const server = await buildServer(system, { logger: { level: config.logLevel } });
+const log = pino({ level: config.logLevel });
+const system = await startSystem(config, { log });
+const server = await buildServer(system, { loggerInstance: log });
 await server.listen({ port: config.port, host: config.host });
-server.log.info({ dataDir: config.dataDir, role: config.role }, 'conference system ready');
+log.info(
+  { dataDir: config.dataDir, role: config.role, backgroundThread: config.backgroundThread },
+  'conference system ready',
+);
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  server.log.info({ signal }, 'shutting down');
+  log.info({ signal }, 'shutting down');
   await server.close();
   await system.stop();
   process.exit(0);

@@ -7,3 +7,4 @@ export * from './events.js';
 export * from './ids.js';
 export * from './postgres-ddl.js';
 export * from './validate.js';
+export * from './worker-thread.js';

@@ -30,6 +30,11 @@ export interface ConferenceConfig {
    * of a command being handled (renewed while it runs), the lead of the event subscriptions and of each read model.
    */
   readonly leaseMs: number;
+  /**
+   * Whether the embedded default runs its background work (command consumers, the process manager, the read models)
+   * in a worker thread beside the web's main thread, so that it uses two cores (BACKGROUND_THREAD, default true).
+   */
+  readonly backgroundThread: boolean;
 }
 
 function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number): number {
@@ -39,6 +44,14 @@ function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: numbe
   if (!Number.isFinite(seconds) || seconds <= 0)
     throw new InvalidOptionsError(name, `expected a positive number of seconds, got ${JSON.stringify(raw)}`);
   return Math.round(seconds * 1000);
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['true', '1', 'on'].includes(raw)) return true;
+  if (['false', '0', 'off'].includes(raw)) return false;
+  throw new InvalidOptionsError(name, `expected true or false, got ${JSON.stringify(raw)}`);
 }
 
 /** Reads the configuration from the environment (README: Configuration), failing fast on bad values. */
@@ -86,5 +99,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
     reservationWindowMs: positiveSeconds(env, 'RESERVATION_WINDOW_SECONDS', RESERVATION_WINDOW_MS),
     reservationGraceMs: positiveSeconds(env, 'RESERVATION_GRACE_SECONDS', RESERVATION_GRACE_MS),
     leaseMs: positiveSeconds(env, 'LEASE_SECONDS', 10_000),
+    backgroundThread: flag(env, 'BACKGROUND_THREAD', true),
   };
 }

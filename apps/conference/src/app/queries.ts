@@ -25,6 +25,7 @@ import {
   PAYMENT,
   type PaymentView,
 } from '../read-models/order-view.js';
+import type { ConferenceSystem } from './system.js';
 
 /**
  * How long the seat types of a conference may be served from cache (the Journey's CachingConferenceDao): long when
@@ -51,6 +52,21 @@ export interface Queries {
   ordersOfConference(conferenceId: string): Promise<ConferenceOrderView[]>;
   assignments(orderId: string): Promise<AssignmentsView | undefined>;
   payment(paymentId: string): Promise<PaymentView | undefined>;
+}
+
+/**
+ * An order's seat assignments. They follow the order's confirmation by a moment (a reaction creates them), so for
+ * an order whose status is one of `settling` this waits for them, up to `timeoutMs`.
+ */
+export async function settledAssignments(
+  system: { readonly queries: Queries; waitFor: ConferenceSystem['waitFor'] },
+  order: OrderView,
+  settling: readonly OrderView['status'][],
+  timeoutMs: number,
+): Promise<AssignmentsView | undefined> {
+  const assignments = await system.queries.assignments(order.orderId);
+  if (assignments !== undefined || !settling.includes(order.status)) return assignments;
+  return system.waitFor(() => system.queries.assignments(order.orderId), timeoutMs);
 }
 
 export function documentQueries(conferences: DocumentReader, orders: DocumentReader, clock: Clock): Queries {

@@ -10,6 +10,7 @@ import { Registry } from 'prom-client';
 import type { OrderStatus, OrderView } from '../read-models/order-view.js';
 import { configFromEnv } from './config.js';
 import { type ConferenceSystem, startConferenceSystem } from './system.js';
+import { startSystem } from './threaded-system.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-system-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
@@ -20,6 +21,14 @@ type Deploy = (env?: Record<string, string>) => Promise<{ system: ConferenceSyst
 
 const embedded: Deploy = async (env = {}) => {
   const system = await startConferenceSystem(
+    configFromEnv({ STRATUS_DATA_DIR: join(directory, `s${++systems}`), ...env }),
+  );
+  return { system, stop: () => system.stop() };
+};
+
+/** What `npm start` runs: the web parts here, the background parts in a worker thread, one SQLite file. */
+const embeddedThreads: Deploy = async (env = {}) => {
+  const system = await startSystem(
     configFromEnv({ STRATUS_DATA_DIR: join(directory, `s${++systems}`), ...env }),
   );
   return { system, stop: () => system.stop() };
@@ -350,6 +359,27 @@ describe('the conference system on the embedded default (SQLite)', () => {
     } finally {
       await second.stop();
     }
+  });
+});
+
+describe('the conference system on the embedded default with its background thread (as npm start runs it)', () => {
+  scenarios(embeddedThreads);
+
+  test('the background thread passes on its stats and readiness; stop ends it', async () => {
+    const { system, stop } = await embeddedThreads();
+    try {
+      await publishedConference(system, { general: 1, workshop: 1 });
+      assert.equal(system.ready(), true);
+      const stats = await system.backgroundStats();
+      assert.deepEqual(stats.viewLag.map((lag) => lag.view).sort(), ['conferences', 'orders']);
+      const registry = new Registry();
+      system.registerMetrics(registry);
+      const metrics = await registry.metrics();
+      assert.match(metrics, /conference_view_lag_events\{view="orders"\} \d+/);
+    } finally {
+      await stop();
+    }
+    assert.equal(system.ready(), false);
   });
 });
 

@@ -10,6 +10,7 @@ import { LeaderElection } from '@stratus/coordination';
 import { type Clock, systemClock } from '@stratus/core';
 import {
   CommandBus,
+  type DocumentKey,
   ProcessManager,
   ProcessRouter,
   queueTimeoutScheduler,
@@ -67,13 +68,31 @@ export interface ConferenceSystem {
   waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined>;
   /** Whether the system can serve: every background part is running. */
   ready(): boolean;
+  /** What the background parts report: view lag and the process manager's outcomes (empty where none run). */
+  backgroundStats(): Promise<BackgroundStats>;
   /** Adds the system's gauges (queues, view lag, process results) to a Prometheus registry. */
   registerMetrics(registry: Registry): void;
   stop(): Promise<void>;
 }
 
+export interface BackgroundStats {
+  /** Events appended that each view run here has not applied yet. */
+  readonly viewLag: readonly { readonly view: string; readonly events: number }[];
+  /** What the registration process manager did, by kind (started, handled, ignored...). */
+  readonly processOutcomes: readonly (readonly [kind: string, count: number])[];
+}
+
 export interface StartOptions {
   readonly clock?: Clock;
+  /**
+   * Where a web part hears the view changes that runners in another thread of this process commit (the embedded
+   * default's worker thread): with it, waits wake at once and documents are cached until they change.
+   */
+  readonly viewChanges?: (listener: (keys: readonly DocumentKey[]) => void) => void;
+  /** Hears the documents this part's view runners change, once committed (to pass on to another thread). */
+  readonly onViewChange?: (keys: readonly DocumentKey[]) => void;
+  /** The stats of background parts running in another thread of this process, for a web part's metrics. */
+  readonly backgroundStats?: () => Promise<BackgroundStats>;
 }
 
 /**
@@ -95,11 +114,13 @@ export async function startConferenceSystem(
   await messaging.createQueue(TIMEOUT_QUEUE, queueOptions);
   const views = [conferenceView, orderView];
   const runsWorker = config.role !== 'web';
-  // Without a view runner here, nothing reports changes: poll the views briskly instead. Embedded, the runners report
-  // each change once committed, so documents are cached until they change.
-  const waits = new DocumentWaits(clock, runsWorker ? 250 : 25, {
-    cacheDocuments: runsWorker && config.databaseUrl === undefined,
+  // Without view runners in this process, nothing reports changes: poll the views briskly instead. Embedded, the
+  // runners report each change once committed, so documents are cached until they change.
+  const hearsChanges = runsWorker || options.viewChanges !== undefined;
+  const waits = new DocumentWaits(clock, hearsChanges ? 250 : 25, {
+    cacheDocuments: hearsChanges && config.databaseUrl === undefined,
   });
+  options.viewChanges?.((keys) => waits.changed(keys));
   const queries = documentQueries(
     waits.track(infrastructure.reader(conferenceView)),
     waits.track(infrastructure.reader(orderView)),
@@ -130,8 +151,14 @@ export async function startConferenceSystem(
   registerCommandHandlers(webBus, handlerDependencies, WEB_COMMANDS);
 
   const consumers: Consumer<unknown>[] = [];
+  const onViewChange = options.onViewChange;
   const runners = runsWorker
-    ? views.map((view) => infrastructure.runner(view, (keys) => waits.changed(keys)))
+    ? views.map((view) =>
+        infrastructure.runner(view, (keys) => {
+          waits.changed(keys);
+          onViewChange?.(keys);
+        }),
+      )
     : [];
   const processOutcomes = new Map<string, number>();
   let election: LeaderElection | undefined;
@@ -201,7 +228,7 @@ export async function startConferenceSystem(
   const management = new ConferenceManagement(store, repositories, clock);
   const queueMetrics = new QueueMetricsCollector(messaging, { intervalMs: 5000 }).start();
 
-  return {
+  const system: ConferenceSystem = {
     config,
     description: infrastructure.description,
     clock,
@@ -210,40 +237,15 @@ export async function startConferenceSystem(
     queries,
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     ready: () => !failed,
+    async backgroundStats() {
+      if (options.backgroundStats !== undefined) return options.backgroundStats();
+      const viewLag = [];
+      for (const [i, runner] of runners.entries())
+        viewLag.push({ view: views[i]?.name ?? '', events: (await runner.lag()).events });
+      return { viewLag, processOutcomes: [...processOutcomes] };
+    },
     registerMetrics(registry) {
-      new Gauge({
-        name: 'conference_queue_messages',
-        help: 'Messages per queue and state (available, scheduled, locked, waiting, deadLettered)',
-        labelNames: ['queue', 'state'],
-        registers: [registry],
-        collect() {
-          for (const { queue, stats } of queueMetrics.samples) {
-            for (const state of ['available', 'scheduled', 'locked', 'waiting', 'deadLettered'] as const)
-              this.set({ queue, state }, stats[state]);
-          }
-        },
-      });
-      new Gauge({
-        name: 'conference_view_lag_events',
-        help: 'Events appended that a read model has not applied yet (views this process runs)',
-        labelNames: ['view'],
-        registers: [registry],
-        async collect() {
-          for (const [i, runner] of runners.entries()) {
-            this.set({ view: views[i]?.name }, (await runner.lag()).events);
-          }
-        },
-      });
-      new Counter({
-        name: 'conference_process_manager_events_total',
-        help: 'What the registration process manager did, by kind (started, handled, ignored...)',
-        labelNames: ['kind'],
-        registers: [registry],
-        collect() {
-          this.reset();
-          for (const [kind, count] of processOutcomes) this.inc({ kind }, count);
-        },
-      });
+      registerSystemMetrics(registry, queueMetrics, () => system.backgroundStats());
     },
     async stop() {
       queueMetrics.stop();
@@ -254,4 +256,44 @@ export async function startConferenceSystem(
       await infrastructure.close();
     },
   };
+  return system;
+}
+
+/** The system's gauges: queues (sampled here), view lag and process outcomes (from wherever the background runs). */
+function registerSystemMetrics(
+  registry: Registry,
+  queueMetrics: QueueMetricsCollector,
+  backgroundStats: () => Promise<BackgroundStats>,
+): void {
+  new Gauge({
+    name: 'conference_queue_messages',
+    help: 'Messages per queue and state (available, scheduled, locked, waiting, deadLettered)',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    collect() {
+      for (const { queue, stats } of queueMetrics.samples) {
+        for (const state of ['available', 'scheduled', 'locked', 'waiting', 'deadLettered'] as const)
+          this.set({ queue, state }, stats[state]);
+      }
+    },
+  });
+  new Gauge({
+    name: 'conference_view_lag_events',
+    help: 'Events appended that a read model has not applied yet (views this process runs)',
+    labelNames: ['view'],
+    registers: [registry],
+    async collect() {
+      for (const { view, events } of (await backgroundStats()).viewLag) this.set({ view }, events);
+    },
+  });
+  new Counter({
+    name: 'conference_process_manager_events_total',
+    help: 'What the registration process manager did, by kind (started, handled, ignored...)',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [kind, count] of (await backgroundStats()).processOutcomes) this.inc({ kind }, count);
+    },
+  });
 }

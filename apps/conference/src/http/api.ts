@@ -9,6 +9,7 @@
  */
 import { uuidv7 } from '@stratus/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
+import { settledAssignments } from '../app/queries.js';
 import type { ConferenceSystem } from '../app/system.js';
 import type { Conference } from '../domain/conference.js';
 import { type ConferenceDetails, MAX_SEATS_PER_TYPE, type PersonalInfo } from '../domain/contracts.js';
@@ -403,10 +404,11 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
 
     async getAssignments(request) {
       const orderId = uuidParam(request, 'orderId', 'Order');
-      const assignments = await queries.assignments(orderId);
-      if (assignments === undefined) throw new NotFoundError('SeatAssignments', orderId);
       const order = await queries.order(orderId);
-      const names = seatTypeNames(order && (await queries.conference(order.conferenceId)));
+      const assignments = order && (await settledAssignments(system, order, ['confirmed'], SETTLE_MS));
+      if (order === undefined || assignments === undefined)
+        throw new NotFoundError('SeatAssignments', orderId);
+      const names = seatTypeNames(await queries.conference(order.conferenceId));
       return { seats: assignedSeats(assignments, names) };
     },
 
@@ -445,7 +447,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
     const raw = param(request, 'position');
     if (!POSITION.test(raw)) throw new NotFoundError('Seat', raw);
     const position = Number(raw);
-    const assignments = await queries.assignments(orderId);
+    const order = await queries.order(orderId);
+    const assignments = order && (await settledAssignments(system, order, ['confirmed'], SETTLE_MS));
     if (assignments === undefined) throw new NotFoundError('SeatAssignments', orderId);
     if (!assignments.seats.some((seat) => seat.position === position)) throw new NotFoundError('Seat', raw);
     return position;

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../app/system.js';
 import { apiRoutes } from './api.js';
 import { operationsRoutes } from './operations.js';
@@ -7,6 +7,8 @@ import { pageRoutes } from './pages/index.js';
 export interface ServerOptions {
   /** pino options, or false for none (tests). Default: info level as JSON lines. */
   readonly logger?: boolean | { readonly level: string };
+  /** A pino logger to use instead (the one the system logs to). */
+  readonly loggerInstance?: FastifyBaseLogger;
 }
 
 /** The HTTP face of the system: health and metrics, the JSON API and the two web sites. */
@@ -14,7 +16,11 @@ export async function buildServer(
   system: ConferenceSystem,
   options: ServerOptions = {},
 ): Promise<FastifyInstance> {
-  const app = Fastify({ logger: options.logger ?? { level: 'info' }, bodyLimit: 64 * 1024 });
+  const bodyLimit = 64 * 1024;
+  const app: FastifyInstance =
+    options.loggerInstance === undefined
+      ? Fastify({ logger: options.logger ?? { level: 'info' }, bodyLimit })
+      : Fastify({ loggerInstance: options.loggerInstance, bodyLimit });
   await app.register(operationsRoutes, { system });
   await app.register(apiRoutes, { system });
   await app.register(pageRoutes, { system });

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { startWorkerThread } from '@stratus/core';
 import { type ChildHandle, runChild } from '@stratus/testkit';
 import type { QueueSettings } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
@@ -239,6 +241,33 @@ describe('SQLite message backend', () => {
       );
     } finally {
       await backend.close();
+    }
+  });
+
+  it('wakes a watcher in another thread of this process at once, not at its next poll', async () => {
+    const path = freshPath();
+    const watching = sqliteMessageBackend({ path, watchIntervalMs: 60_000 });
+    try {
+      await watching.putQueue('q', settings);
+      let stop = () => {};
+      const woken = new Promise<void>((resolve) => {
+        stop = watching.watch('q', resolve);
+      });
+      const thread = startWorkerThread(new URL('./fixtures/sqlite-sender-thread.ts', import.meta.url), {
+        workerData: { path, queue: 'q' },
+      });
+      const [sent] = (await once(thread, 'message')) as [{ type: string }];
+      assert.equal(sent.type, 'sent');
+      // The poll is a minute away: only the thread's wake-up can end this wait in time.
+      const outcome = await Promise.race([
+        woken.then(() => 'woken'),
+        new Promise((resolve) => setTimeout(resolve, 10_000, 'not woken within 10 s')).then(String),
+      ]);
+      assert.equal(outcome, 'woken');
+      stop();
+      await once(thread, 'exit');
+    } finally {
+      await watching.close();
     }
   });
 

@@ -1,6 +1,7 @@
 /**
  * Wake-ups for `MessageBackend.watch` on SQLite, which has no notification channel between processes:
- * - in this process, a commit wakes the watchers of every backend open on the same file at once;
+ * - in this process, a commit wakes the watchers of every backend open on the same file at once, in every thread
+ *   (worker threads hear it over a BroadcastChannel, posted once per turn with every queue the turn woke);
  * - from other processes, each backend with watchers polls `PRAGMA data_version` (it changes when another
  *   connection commits; reading it touches no page, so a poll costs about a microsecond). Only on a change
  *   does it read the signal of each watched queue (a counter bumped by abandons, resends and session hand-overs, and
@@ -8,13 +9,56 @@
  * The poll runs only while someone watches, and its timer never keeps the process alive.
  */
 import { realpathSync } from 'node:fs';
+import { BroadcastChannel } from 'node:worker_threads';
 import { randomId } from '@stratus/core';
 import { isMemoryPath, type SqliteDatabase } from './driver.js';
 
 type Listener = () => void;
 
-/** Hubs with watchers, by database file, so a commit reaches every backend on that file in this process. */
+/** Hubs with watchers, by database file, so a commit reaches every backend on that file in this thread. */
 const hubsByFile = new Map<string, Set<WatchHub>>();
+
+interface ThreadWakeUps {
+  readonly file: string;
+  readonly queues: readonly string[];
+}
+
+/** The other threads of this process; each has its own `hubsByFile`. Opened on first use, never keeps it alive. */
+let threads: BroadcastChannel | undefined;
+/** Queues woken this turn, by file, for the other threads. */
+let outgoing: Map<string, Set<string>> | undefined;
+
+function threadChannel(): BroadcastChannel {
+  if (threads === undefined) {
+    threads = new BroadcastChannel('stratus:sqlite-watch');
+    threads.unref();
+    threads.onmessage = (event) => {
+      const { file, queues } = (event as { data: ThreadWakeUps }).data;
+      const hubs = hubsByFile.get(file);
+      if (hubs !== undefined) for (const queue of queues) for (const hub of hubs) hub.wake(queue);
+    };
+  }
+  return threads;
+}
+
+function tellOtherThreads(file: string, queue: string): void {
+  if (outgoing === undefined) {
+    const woken = new Map<string, Set<string>>();
+    outgoing = woken;
+    queueMicrotask(() => {
+      outgoing = undefined;
+      const channel = threadChannel();
+      for (const [file, queues] of woken)
+        channel.postMessage({ file, queues: [...queues] } satisfies ThreadWakeUps);
+    });
+  }
+  let queues = outgoing.get(file);
+  if (queues === undefined) {
+    queues = new Set();
+    outgoing.set(file, queues);
+  }
+  queues.add(queue);
+}
 
 export class WatchHub {
   readonly #file: string;
@@ -66,7 +110,8 @@ export class WatchHub {
   /** After a commit that may have made messages of `queue` available: wakes its watchers on this file. */
   notify(queue: string): void {
     const hubs = hubsByFile.get(this.#file);
-    if (hubs !== undefined) for (const hub of hubs) hub.#wake(queue);
+    if (hubs !== undefined) for (const hub of hubs) hub.wake(queue);
+    tellOtherThreads(this.#file, queue);
   }
 
   close(): void {
@@ -75,7 +120,8 @@ export class WatchHub {
     this.#stop();
   }
 
-  #wake(queue: string): void {
+  /** Wakes this hub's watchers of `queue` (for notify, here or in another thread). */
+  wake(queue: string): void {
     const listeners = this.#listeners.get(queue);
     if (listeners === undefined) return;
     queueMicrotask(() => {
@@ -90,6 +136,7 @@ export class WatchHub {
       hubsByFile.set(this.#file, hubs);
     }
     hubs.add(this);
+    threadChannel();
     this.#dataVersion = this.#readDataVersion();
     this.#timer = setInterval(() => this.#poll(), this.#intervalMs);
     this.#timer.unref();
@@ -120,7 +167,7 @@ export class WatchHub {
         const signal = this.#signalOf(queue);
         if (signal === seen) continue;
         this.#signals.set(queue, signal);
-        this.#wake(queue);
+        this.wake(queue);
       }
     } catch {
       // A read can meet SQLITE_BUSY while another process recovers the WAL; the next poll looks again.

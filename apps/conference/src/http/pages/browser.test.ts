@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { configFromEnv } from '../../app/config.js';
-import { startConferenceSystem } from '../../app/system.js';
+import { startSystem } from '../../app/threaded-system.js';
 import { pageRoutes } from './index.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -62,7 +62,8 @@ describe('the conference web sites in Chromium', { skip }, () => {
   }, async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
     const directory = mkdtempSync(join(tmpdir(), 'conference-browser-'));
-    const system = await startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: directory }));
+    // As `npm start` runs it: the background parts in a worker thread.
+    const system = await startSystem(configFromEnv({ STRATUS_DATA_DIR: directory }));
     const app = Fastify({ logger: false });
     let browser: Browser | undefined;
     let page: Page | undefined;

@@ -10,6 +10,7 @@
  */
 import { uuidv7 } from '@stratus/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { settledAssignments } from '../../app/queries.js';
 import type { ConferenceSystem } from '../../app/system.js';
 import { MAX_SEATS_PER_TYPE, type PersonalInfo } from '../../domain/contracts.js';
 import { InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
@@ -756,7 +757,7 @@ ${error === undefined ? '' : html`<p class="error" role="alert">${error}</p>`}
     const { orderId } = fieldsOf(request.params);
     const order = isId(orderId) ? await orderOf(conference, orderId) : undefined;
     if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
-    const assignments = await assignmentsFor(order, ['confirmed']);
+    const assignments = await settledAssignments(system, order, ['confirmed'], VIEW_WAIT_MS);
     const lines = order.lines
       .filter((line) => lineQuantity(order, line) > 0)
       .map(
@@ -807,21 +808,11 @@ ${errors[String(n)] === undefined ? '' : html`<tr><td colspan="4" class="error" 
     return conferencePage(reply, status, conference, 'Assign Seats', body);
   }
 
-  /**
-   * The order's seat assignments. Right after payment they follow the confirmation by a moment, so an order whose
-   * status is one of `settling` waits for them.
-   */
-  async function assignmentsFor(order: OrderView, settling: readonly OrderView['status'][]) {
-    const assignments = await queries.assignments(order.orderId);
-    if (assignments !== undefined || !settling.includes(order.status)) return assignments;
-    return system.waitFor(() => queries.assignments(order.orderId), VIEW_WAIT_MS);
-  }
-
   async function assignmentsOf(conference: Conf, params: unknown, settling: readonly OrderView['status'][]) {
     const { orderId } = fieldsOf(params);
     const order = isId(orderId) ? await orderOf(conference, orderId) : undefined;
     if (order === undefined) return { order: undefined, assignments: undefined };
-    return { order, assignments: await assignmentsFor(order, settling) };
+    return { order, assignments: await settledAssignments(system, order, settling, VIEW_WAIT_MS) };
   }
 
   app.get('/:slug/order/:orderId/seats', async (request, reply) => {
