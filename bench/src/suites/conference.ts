@@ -1,9 +1,9 @@
 /**
  * Suite "conference": whole registrations through the Contoso Conference Management System's HTTP API, driven
- * open loop at fixed arrival rates against real processes, on the embedded default (one process, SQLite) and
- * scaled out (2 web + 2 worker processes on PostgreSQL + Redis). Reports, per deployment and rate, the orders
- * confirmed per second, the Journey's window (placing the order → the priced order visible) and the time to
- * confirmation; and per deployment the highest sustained rate, whole and per core.
+ * open loop at fixed arrival rates against real processes, on the embedded default (one process with a background
+ * thread, SQLite) and scaled out (2 web + 2 worker processes on PostgreSQL + Redis). Reports, per deployment and
+ * rate, the orders confirmed per second, the Journey's window (placing the order → the priced order visible) and the
+ * time to confirmation; and per deployment the highest sustained rate, whole and per core.
  */
 import { loadavg } from 'node:os';
 import type { Redis } from 'ioredis';

@@ -37,6 +37,7 @@ const CONFIG_VARIABLES = [
   'RESERVATION_WINDOW_SECONDS',
   'RESERVATION_GRACE_SECONDS',
   'LEASE_SECONDS',
+  'BACKGROUND_THREAD',
   'OWNER_TOKEN_SECRET',
   'LOG_LEVEL',
 ];
@@ -233,7 +234,7 @@ export async function startEmbedded(): Promise<Deployment> {
     webPorts: [app.port],
     processes: [app],
     description: {
-      processes: '1 × ROLE=all (web sites, API and all background work in one process)',
+      processes: '1 × ROLE=all: the web sites and API on its main thread, all background work in a worker thread',
       storage: 'SQLite file in a fresh temporary STRATUS_DATA_DIR (WAL, synchronous NORMAL: the app default)',
     },
     deaths: deathsOf([app]),
