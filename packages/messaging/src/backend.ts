@@ -229,6 +229,17 @@ export interface MessageBackend {
   /** Deletes the messages. On a sessions queue this makes the next message of the session available. */
   complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]>;
   /**
+   * Optional: `complete` of one message, then (unless its lock was lost) `receive`, in one round trip and one
+   * transaction. On a sessions queue the session's next message, made available by the completion, can come back
+   * at once, so a session's messages follow each other without a wake-up and a receive between them. Backends
+   * without it get the two calls in turn (completeAndReceive in messaging.ts).
+   */
+  completeAndReceive?(
+    queue: string,
+    lockToken: string,
+    request: ReceiveRequest,
+  ): Promise<{ outcome: SettleOutcome; received: ReceiveResult }>;
+  /**
    * Releases the lock: the message becomes available again at now + delayMs (re-ranked), or is dead-lettered with
    * DEAD_LETTER_MAX_DELIVERIES when its delivery count reached the queue's maximum.
    */
@@ -282,4 +293,20 @@ export interface MessageBackend {
 
   /** Releases connections and timers the backend owns (not clients the user passed in). */
   close(): Promise<void>;
+}
+
+/**
+ * Completes a message and then, unless its lock was lost, receives: in one call where the backend has
+ * `completeAndReceive`, else as the two calls in turn.
+ */
+export async function completeAndReceive(
+  backend: MessageBackend,
+  queue: string,
+  lockToken: string,
+  request: ReceiveRequest,
+): Promise<{ outcome: SettleOutcome; received: ReceiveResult }> {
+  if (backend.completeAndReceive !== undefined) return backend.completeAndReceive(queue, lockToken, request);
+  const [outcome] = (await backend.complete(queue, [lockToken], request.now)) as [SettleOutcome];
+  if (outcome === 'lost') return { outcome, received: { messages: [], nextDueAt: undefined } };
+  return { outcome, received: await backend.receive(queue, request) };
 }

@@ -3,7 +3,13 @@ import { describe, it } from 'node:test';
 import { constantBackoff, InvalidOptionsError } from '@stratus/core';
 import { tokenBucket } from '@stratus/resilience';
 import { flushMicrotasks, VirtualClock, waitUntil } from '@stratus/testkit';
-import { DEAD_LETTER_MAX_DELIVERIES } from './backend.js';
+import {
+  DEAD_LETTER_MAX_DELIVERIES,
+  type MessageBackend,
+  type ReceiveRequest,
+  type ReceiveResult,
+  type SettleOutcome,
+} from './backend.js';
 import { ConsumerClosedError } from './consumer.js';
 import { MessageLockLostError, UnknownQueueError } from './errors.js';
 import type { ConsumerEvent } from './events.js';
@@ -13,9 +19,9 @@ import type { QueueOptions } from './options.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
-async function setup(queueOptions: QueueOptions = {}) {
+async function setup(queueOptions: QueueOptions = {}, backend: MessageBackend = new MemoryMessageBackend()) {
   const clock = new VirtualClock({ now: T0 });
-  const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock, retry: false });
+  const messaging = new Messaging({ backend, clock, retry: false });
   await messaging.createQueue('work', queueOptions);
   const events: ConsumerEvent[] = [];
   messaging.events.on((event) => events.push(event));
@@ -50,6 +56,23 @@ function gatedHandler() {
       return maxRunning;
     },
   };
+}
+
+/** The memory backend with `completeAndReceive` (as the two calls in turn), counting what it handed over. */
+class ContinuingBackend extends MemoryMessageBackend {
+  handedOver = 0;
+
+  async completeAndReceive(
+    queue: string,
+    lockToken: string,
+    request: ReceiveRequest,
+  ): Promise<{ outcome: SettleOutcome; received: ReceiveResult }> {
+    const [outcome] = (await this.complete(queue, [lockToken], request.now)) as [SettleOutcome];
+    if (outcome === 'lost') return { outcome, received: { messages: [], nextDueAt: undefined } };
+    const received = await this.receive(queue, request);
+    this.handedOver += received.messages.length;
+    return { outcome, received };
+  }
 }
 
 describe('Consumer', () => {
@@ -237,38 +260,46 @@ describe('Consumer', () => {
     }
   });
 
-  it('processes each session in order while sessions run in parallel', async () => {
-    const { messaging, clock } = await setup();
-    await messaging.createQueue('orders', { sessions: true });
-    const orders = messaging.queue<{ order: string; step: number }>('orders');
-    const batch = [];
-    for (let step = 0; step < 5; step++) {
-      for (const order of ['A', 'B', 'C']) batch.push({ body: { order, step }, sessionId: order });
-    }
-    await orders.sendBatch(batch);
-    const seen = new Map<string, number[]>();
-    const active = new Set<string>();
-    let parallel = 0;
-    const consumer = messaging.consume<{ order: string; step: number }>(
-      'orders',
-      async (message, { session }) => {
-        const { order, step } = message.body;
-        assert.ok(!active.has(order), 'one message of a session at a time');
-        active.add(order);
-        parallel = Math.max(parallel, active.size);
-        await clock.advance(1);
-        seen.set(order, [...(seen.get(order) ?? []), step]);
-        await session?.setState({ lastStep: step });
-        active.delete(order);
-      },
-      { concurrency: 3 },
-    );
-    await waitUntil(async () => (await orders.stats()).length === 0, 'all sessions drained');
-    await consumer.close();
-    for (const order of ['A', 'B', 'C']) assert.deepEqual(seen.get(order), [0, 1, 2, 3, 4]);
-    assert.equal(parallel, 3);
-    assert.deepEqual(await orders.getSessionState('B'), { lastStep: 4 });
-  });
+  for (const [label, backend] of [
+    ['', () => new MemoryMessageBackend()],
+    [', completing and receiving in one call where the backend can', () => new ContinuingBackend()],
+  ] as const) {
+    it(`processes each session in order while sessions run in parallel${label}`, async () => {
+      const { messaging, clock } = await setup({}, backend());
+      await messaging.createQueue('orders', { sessions: true });
+      const orders = messaging.queue<{ order: string; step: number }>('orders');
+      const batch = [];
+      for (let step = 0; step < 5; step++) {
+        for (const order of ['A', 'B', 'C']) batch.push({ body: { order, step }, sessionId: order });
+      }
+      await orders.sendBatch(batch);
+      const seen = new Map<string, number[]>();
+      const active = new Set<string>();
+      let parallel = 0;
+      const consumer = messaging.consume<{ order: string; step: number }>(
+        'orders',
+        async (message, { session }) => {
+          const { order, step } = message.body;
+          assert.ok(!active.has(order), 'one message of a session at a time');
+          active.add(order);
+          parallel = Math.max(parallel, active.size);
+          await clock.advance(1);
+          seen.set(order, [...(seen.get(order) ?? []), step]);
+          await session?.setState({ lastStep: step });
+          active.delete(order);
+        },
+        { concurrency: 3 },
+      );
+      await waitUntil(async () => (await orders.stats()).length === 0, 'all sessions drained');
+      await consumer.close();
+      for (const order of ['A', 'B', 'C']) assert.deepEqual(seen.get(order), [0, 1, 2, 3, 4]);
+      assert.equal(parallel, 3);
+      assert.deepEqual(await orders.getSessionState('B'), { lastStep: 4 });
+      const { backend: used } = messaging;
+      // Every message after a session's first came with the completion of the one before it.
+      if (used instanceof ContinuingBackend) assert.equal(used.handedOver, 12);
+    });
+  }
 
   it('dead-letters an undecodable message at once without calling the handler', async () => {
     const { messaging, queue } = await setup();

@@ -147,6 +147,11 @@ export class Consumer<T> {
   readonly #jobDoneListeners = new Set<() => void>();
   /** Completions submitted and not yet acknowledged. */
   readonly #settling = new Set<Promise<void>>();
+  #releasedWhileClosing = 0;
+  /** Slots promised to receives in flight (the loop's, and completions that receive). */
+  #reserved = 0;
+  /** Whether the backend completes and receives in one round trip (see #finish). */
+  readonly #continues: boolean;
 
   constructor(
     queue: QueueClient<T>,
@@ -167,6 +172,7 @@ export class Consumer<T> {
     const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 30_000;
     assertDuration('shutdownTimeoutMs', shutdownTimeoutMs);
     this.queue = queue;
+    this.#continues = queue.messaging.backend.completeAndReceive !== undefined;
     this.#handler = handler;
     this.#emit = emit;
     this.#concurrency = concurrency;
@@ -219,7 +225,7 @@ export class Consumer<T> {
       while (!this.#closing) {
         const window = this.#concurrency + this.#prefetch;
         // Completions in flight may overlap one more window of receives, not more: a slow backend slows us down.
-        const capacity = this.#settling.size >= window ? 0 : window - this.#held.size;
+        const capacity = this.#settling.size >= window ? 0 : window - this.#held.size - this.#reserved;
         if (capacity <= 0) {
           await this.#idle(Number.POSITIVE_INFINITY, false);
           continue;
@@ -229,14 +235,19 @@ export class Consumer<T> {
         let accepted: ReceivedMessage<T>[];
         try {
           // Inside the try: an unreachable backend or a queue not created yet is retried, never fatal.
-          lockMs = this.#lockMs ?? (await this.#settings()).lockDurationMs;
+          lockMs = await this.#lockDuration();
           this.#signalled = false;
-          result = await messaging.backend.receive(name, {
-            max: capacity,
-            lockMs,
-            now: messaging.clock.now(),
-          });
-          accepted = result.messages.length === 0 ? [] : await this.queue.accept(result.messages);
+          this.#reserved += capacity;
+          try {
+            result = await messaging.backend.receive(name, {
+              max: capacity,
+              lockMs,
+              now: messaging.clock.now(),
+            });
+            accepted = result.messages.length === 0 ? [] : await this.queue.accept(result.messages);
+          } finally {
+            this.#reserved -= capacity;
+          }
           failures = 0;
         } catch (error) {
           failures++;
@@ -249,18 +260,27 @@ export class Consumer<T> {
           await this.#idle(Math.min(this.#idlePollMs, dueIn(messaging.clock, result.nextDueAt)), true);
           continue;
         }
-        const receivedAt = messaging.clock.monotonic();
-        for (const message of accepted) {
-          const job = new Job(message, receivedAt);
-          this.#held.add(job);
-          this.#buffer.push(job);
-        }
-        this.#armRenewal(lockMs);
-        void this.#pump();
+        this.#take(accepted, lockMs);
       }
     } finally {
       unwatch();
     }
+  }
+
+  async #lockDuration(): Promise<number> {
+    return this.#lockMs ?? (await this.#settings()).lockDurationMs;
+  }
+
+  /** Holds received messages and starts them as slots allow. */
+  #take(messages: readonly ReceivedMessage<T>[], lockMs: number): void {
+    const receivedAt = this.queue.messaging.clock.monotonic();
+    for (const message of messages) {
+      const job = new Job(message, receivedAt);
+      this.#held.add(job);
+      this.#buffer.push(job);
+    }
+    this.#armRenewal(lockMs);
+    void this.#pump();
   }
 
   /** Starts buffered messages while slots are free, through the rate limiter when there is one. */
@@ -301,7 +321,7 @@ export class Consumer<T> {
         },
         session: message.sessionId === undefined ? undefined : this.#session(message),
       });
-      if (!message.settled) this.#complete(message, started);
+      if (!message.settled) this.#finish(job, started);
     } catch (error) {
       await this.#failed(job, error);
     } finally {
@@ -315,11 +335,36 @@ export class Consumer<T> {
   }
 
   /**
-   * Completes in the background: the handler's slot is free at once, so the next receive overlaps this round trip
-   * (completions of many handlers share one through the queue client's group commit).
+   * Completes a handled message in the background: its slot is free at once. Where the backend completes and
+   * receives in one round trip, the completion also asks for messages to fill the free slots: on a sessions queue
+   * the session's next message comes back with it, instead of after a wake-up and a receive of its own. Otherwise
+   * completions of many handlers share round trips through the queue client's group commit.
    */
-  #complete(message: ReceivedMessage<unknown>, started: number): void {
-    const settling = message.complete().then(
+  #finish(job: Job, started: number): void {
+    const { message } = job;
+    // The finishing job still counts in #held: its slot is among the free ones.
+    const free = this.#concurrency + this.#prefetch - (this.#held.size - 1) - this.#reserved;
+    if (!this.#continues || this.#closing || free <= 0) {
+      this.#settle(message.complete(), message, started);
+      return;
+    }
+    this.#reserved += free;
+    const continued = this.#lockDuration().then(async (lockMs) => {
+      try {
+        const received = await message.completeAndReceive({ max: free, lockMs });
+        // Received while closing: given back at once, and counted with the messages shutdown released.
+        if (this.#closing) {
+          for (const next of received) if (await this.#release(next)) this.#releasedWhileClosing++;
+        } else this.#take(received as ReceivedMessage<T>[], lockMs);
+      } finally {
+        this.#reserved -= free;
+      }
+    });
+    this.#settle(continued, message, started);
+  }
+
+  #settle(settled: Promise<void>, message: ReceivedMessage<unknown>, started: number): void {
+    const settling = settled.then(
       () =>
         this.#event({
           type: 'message-completed',
@@ -483,7 +528,7 @@ export class Consumer<T> {
     let released = 0;
     for (const job of this.#buffer.splice(0)) {
       if (!this.#held.delete(job)) continue;
-      if (await this.#release(job)) released++;
+      if (await this.#release(job.message)) released++;
     }
     const runningAtClose = this.#running;
     if (this.#running > 0) {
@@ -502,23 +547,23 @@ export class Consumer<T> {
     const stragglers = [...this.#held];
     for (const job of stragglers) {
       job.abort(new ConsumerClosedError(name));
-      if (await this.#release(job)) released++;
+      if (await this.#release(job.message)) released++;
     }
     await Promise.all(this.#settling);
+    released += this.#releasedWhileClosing;
     if (this.#renewTimer !== undefined) messaging.clock.clearTimeout(this.#renewTimer);
     this.#event({ type: 'consumer-stopped', drained: runningAtClose - stragglers.length, released });
     this.#resolveStopped();
   }
 
   /** Gives a message back without penalty beyond the delivery it already counted. */
-  async #release(job: Job): Promise<boolean> {
-    if (job.message.settled) return false;
+  async #release(message: ReceivedMessage<unknown>): Promise<boolean> {
+    if (message.settled) return false;
     try {
-      await job.message.abandon();
+      await message.abandon();
       return true;
     } catch (error) {
-      if (error instanceof MessageLockLostError)
-        this.#event({ type: 'lock-lost', messageId: job.message.id });
+      if (error instanceof MessageLockLostError) this.#event({ type: 'lock-lost', messageId: message.id });
       else this.#event({ type: 'settle-failed', operation: 'abandon', error });
       return false;
     }

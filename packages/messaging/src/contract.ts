@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
+  completeAndReceive,
   DEAD_LETTER_EXPIRED,
   DEAD_LETTER_MAX_DELIVERIES,
   type DeliveredMessage,
@@ -552,6 +553,44 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
         assert.deepEqual(await receiveIds(queue, T0), [], 'nothing else while both heads are locked');
         await backend.complete(queue, [messages[0]?.lockToken as string], T0 + 1);
         assert.deepEqual(await receiveIds(queue, T0 + 2), ['a2']);
+      });
+
+      it("completeAndReceive completes a head and hands over its session's next message in the same call", async () => {
+        const queue = await newQueue({ sessions: true });
+        await backend.send(queue, [s('a1', 'A'), s('a2', 'A'), s('a3', 'A')], T0);
+        const a1 = await receiveOne(queue, T0);
+        const next = await completeAndReceive(backend, queue, a1.lockToken, {
+          max: 5,
+          lockMs: LOCK,
+          now: T0 + 1,
+        });
+        assert.equal(next.outcome, 'ok');
+        assert.deepEqual(
+          next.received.messages.map((m) => [m.id, m.deliveryCount]),
+          [['a2', 1]],
+          'only the new head: a3 waits behind it',
+        );
+        const stats = await backend.stats(queue, T0 + 1);
+        assert.equal(stats.locked, 1);
+        assert.equal(stats.waiting, 1);
+        // A lock already settled is lost: nothing is completed twice and nothing is received.
+        const again = await completeAndReceive(backend, queue, a1.lockToken, {
+          max: 5,
+          lockMs: LOCK,
+          now: T0 + 2,
+        });
+        assert.deepEqual(again, { outcome: 'lost', received: { messages: [], nextDueAt: undefined } });
+        assert.equal((await backend.stats(queue, T0 + 2)).locked, 1, 'a2 stays locked, a3 waiting');
+        const a2 = next.received.messages[0] as DeliveredMessage;
+        const last = await completeAndReceive(backend, queue, a2.lockToken, {
+          max: 5,
+          lockMs: LOCK,
+          now: T0 + 3,
+        });
+        assert.deepEqual(
+          last.received.messages.map((m) => m.id),
+          ['a3'],
+        );
       });
 
       it('keeps an abandoned head in front of its session', async () => {

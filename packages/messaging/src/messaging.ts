@@ -8,20 +8,21 @@ import {
   type TimerHandle,
 } from '@stratus/core';
 import { type RetryPolicy, retry } from '@stratus/resilience';
-import type {
-  DeadLetter,
-  DeliveredMessage,
-  MessageBackend,
-  MessageFilter,
-  OutgoingMessage,
-  PublishOutcome,
-  QueueSettings,
-  QueueStats,
-  ReplayFrom,
-  SendOutcome,
-  StoredMessage,
-  Subscription,
-  TopicSettings,
+import {
+  completeAndReceive,
+  type DeadLetter,
+  type DeliveredMessage,
+  type MessageBackend,
+  type MessageFilter,
+  type OutgoingMessage,
+  type PublishOutcome,
+  type QueueSettings,
+  type QueueStats,
+  type ReplayFrom,
+  type SendOutcome,
+  type StoredMessage,
+  type Subscription,
+  type TopicSettings,
 } from './backend.js';
 import { type Codec, defaultCodec } from './codec.js';
 import { Consumer, type ConsumerOptions, type MessageHandler } from './consumer.js';
@@ -48,7 +49,7 @@ import {
   type PayloadOffloader,
   type SendOptions,
 } from './outgoing.js';
-import { ReceivedMessage, type Settler } from './received-message.js';
+import { ReceivedMessage, type ReceiveMoreRequest, type Settler } from './received-message.js';
 
 /** Reason a consumer or receive gives when a body cannot be decoded. */
 export const DEAD_LETTER_UNDECODABLE = 'undecodable';
@@ -444,6 +445,25 @@ export class QueueClient<T> implements Settler {
     const outcome = await this.#completions.submit(message.lockToken);
     if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
     await this.messaging.offloader?.release(message.headers);
+  }
+
+  /** @internal */
+  async completeAndReceive(
+    message: ReceivedMessage<unknown>,
+    request: ReceiveMoreRequest,
+  ): Promise<ReceivedMessage<T>[]> {
+    const { messaging } = this;
+    const lockMs = request.lockMs ?? (await messaging.settingsOf(this.name)).lockDurationMs;
+    const { outcome, received } = await messaging.withRetry(() =>
+      completeAndReceive(messaging.backend, this.name, message.lockToken, {
+        max: request.max,
+        lockMs,
+        now: messaging.clock.now(),
+      }),
+    );
+    if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
+    await messaging.offloader?.release(message.headers);
+    return received.messages.length === 0 ? [] : this.accept(received.messages);
   }
 
   /** @internal */

@@ -11,6 +11,17 @@ export interface Settler {
     description: string | undefined,
   ): Promise<void>;
   renew(message: ReceivedMessage<unknown>, lockMs: number | undefined): Promise<number>;
+  completeAndReceive(
+    message: ReceivedMessage<unknown>,
+    request: ReceiveMoreRequest,
+  ): Promise<ReceivedMessage<unknown>[]>;
+}
+
+export interface ReceiveMoreRequest {
+  /** How many messages to receive at most. */
+  readonly max: number;
+  /** How long to lock them (default: the queue's lock duration). */
+  readonly lockMs?: number;
 }
 
 /**
@@ -82,6 +93,16 @@ export class ReceivedMessage<T> {
   async complete(): Promise<void> {
     this.#settle();
     await this.#settler.complete(this);
+  }
+
+  /**
+   * Completes the message and receives up to `max` more from its queue, in one round trip where the backend can
+   * (SQLite: one transaction). On a sessions queue the session's next message can come back at once. Throws
+   * MessageLockLostError, receiving nothing, when the lock was lost.
+   */
+  async completeAndReceive(request: ReceiveMoreRequest): Promise<ReceivedMessage<T>[]> {
+    this.#settle();
+    return (await this.#settler.completeAndReceive(this, request)) as ReceivedMessage<T>[];
   }
 
   /** Gives the message back; it is delivered again after `delayMs` (default at once). */

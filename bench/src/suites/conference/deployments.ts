@@ -234,7 +234,8 @@ export async function startEmbedded(): Promise<Deployment> {
     webPorts: [app.port],
     processes: [app],
     description: {
-      processes: '1 × ROLE=all: the web sites and API on its main thread, all background work in a worker thread',
+      processes:
+        '1 × ROLE=all: the web sites and API on its main thread, all background work in a worker thread',
       storage: 'SQLite file in a fresh temporary STRATUS_DATA_DIR (WAL, synchronous NORMAL: the app default)',
     },
     deaths: deathsOf([app]),

@@ -210,7 +210,7 @@ export class SqliteMessageBackend implements MessageBackend {
 
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
     const db = this.#db();
-    const { max, lockMs, now } = request;
+    const { now } = request;
     // An idle queue is answered from a read, so idle consumers never queue up for the write lock.
     const probe = db.prepare(SQL.probe).get<ProbeRow>(queue);
     if (probe === undefined) throw new UnknownQueueError(queue);
@@ -218,38 +218,42 @@ export class SqliteMessageBackend implements MessageBackend {
     if (probe.available === 0 && (nextDue === undefined || nextDue > now)) {
       return { messages: [], nextDueAt: nextDue };
     }
-    return db.transactionAsync(() => {
-      const context = this.#load(queue);
-      this.#releaseDue(context, now);
-      const messages: DeliveredMessage[] = [];
-      const lockedUntil = now + lockMs;
-      const pick = db.prepare(SQL.pick);
-      const lock = db.prepare(SQL.lock);
-      // Expired messages met on the way are dead-lettered and picking goes on (a dead session head may also
-      // have let the next message of its session through).
-      for (let expired = true; expired && messages.length < max; ) {
-        expired = false;
-        for (const row of pick.all<MessageRow>(context.id, max - messages.length)) {
-          if (row.expires_at !== null && row.expires_at <= now) {
-            this.#kill(context, row.sequence, row.session, DEAD_LETTER_EXPIRED, undefined, now);
-            expired = true;
-            continue;
-          }
-          const lockToken = `${row.sequence}.${this.#tokenPrefix}${(++this.#tokenCounter).toString(36)}`;
-          lock.run(lockToken, lockedUntil, row.sequence);
-          messages.push({
-            ...stored(row),
-            state: 'locked',
-            deliveryCount: row.delivery_count + 1,
-            lockToken,
-            lockedUntil,
-          });
+    return db.transactionAsync(() => this.#receiveNow(queue, request));
+  }
+
+  #receiveNow(queue: string, request: ReceiveRequest): ReceiveResult {
+    const db = this.database;
+    const { max, lockMs, now } = request;
+    const context = this.#load(queue);
+    this.#releaseDue(context, now);
+    const messages: DeliveredMessage[] = [];
+    const lockedUntil = now + lockMs;
+    const pick = db.prepare(SQL.pick);
+    const lock = db.prepare(SQL.lock);
+    // Expired messages met on the way are dead-lettered and picking goes on (a dead session head may also
+    // have let the next message of its session through).
+    for (let expired = true; expired && messages.length < max; ) {
+      expired = false;
+      for (const row of pick.all<MessageRow>(context.id, max - messages.length)) {
+        if (row.expires_at !== null && row.expires_at <= now) {
+          this.#kill(context, row.sequence, row.session, DEAD_LETTER_EXPIRED, undefined, now);
+          expired = true;
+          continue;
         }
+        const lockToken = `${row.sequence}.${this.#tokenPrefix}${(++this.#tokenCounter).toString(36)}`;
+        lock.run(lockToken, lockedUntil, row.sequence);
+        messages.push({
+          ...stored(row),
+          state: 'locked',
+          deliveryCount: row.delivery_count + 1,
+          lockToken,
+          lockedUntil,
+        });
       }
-      const nextDueAt = messages.length > 0 ? undefined : this.#nextDue(context);
-      this.#finish(context);
-      return { messages, nextDueAt };
-    });
+    }
+    const nextDueAt = messages.length > 0 ? undefined : this.#nextDue(context);
+    this.#finish(context);
+    return { messages, nextDueAt };
   }
 
   async renewLocks(
@@ -272,26 +276,40 @@ export class SqliteMessageBackend implements MessageBackend {
   }
 
   async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
-    const db = this.#db();
-    return db.transactionAsync(() => {
-      const context = this.#load(queue);
-      const complete = db.prepare(SQL.complete);
-      let highest = 0;
-      const outcomes = lockTokens.map((token): SettleOutcome => {
-        const sequence = tokenSequence(token);
-        const row =
-          sequence === undefined
-            ? undefined
-            : complete.get<{ session: string | null }>(sequence, context.id, token);
-        if (sequence === undefined || row === undefined) return 'lost';
-        highest = Math.max(highest, sequence);
-        if (row.session !== null) this.#advanceSession(context, row.session, now);
-        return 'ok';
-      });
-      this.#deleted(context, highest);
-      this.#finish(context);
-      return outcomes;
+    return this.#db().transactionAsync(() => this.#completeNow(queue, lockTokens, now));
+  }
+
+  async completeAndReceive(
+    queue: string,
+    lockToken: string,
+    request: ReceiveRequest,
+  ): Promise<{ outcome: SettleOutcome; received: ReceiveResult }> {
+    return this.#db().transactionAsync(() => {
+      const [outcome] = this.#completeNow(queue, [lockToken], request.now) as [SettleOutcome];
+      const received =
+        outcome === 'ok' ? this.#receiveNow(queue, request) : { messages: [], nextDueAt: undefined };
+      return { outcome, received };
     });
+  }
+
+  #completeNow(queue: string, lockTokens: readonly string[], now: number): SettleOutcome[] {
+    const context = this.#load(queue);
+    const complete = this.database.prepare(SQL.complete);
+    let highest = 0;
+    const outcomes = lockTokens.map((token): SettleOutcome => {
+      const sequence = tokenSequence(token);
+      const row =
+        sequence === undefined
+          ? undefined
+          : complete.get<{ session: string | null }>(sequence, context.id, token);
+      if (sequence === undefined || row === undefined) return 'lost';
+      highest = Math.max(highest, sequence);
+      if (row.session !== null) this.#advanceSession(context, row.session, now);
+      return 'ok';
+    });
+    this.#deleted(context, highest);
+    this.#finish(context);
+    return outcomes;
   }
 
   async abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome> {
