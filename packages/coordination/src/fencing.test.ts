@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
-import { openSqlite } from '@stratus/messaging';
 import { postgresForSuite } from '@stratus/testkit';
 import pg from 'pg';
 import { StaleFencingTokenError } from './errors.js';
 import { MemoryFence, PostgresFence, SqliteFence } from './fencing.js';
+import { sqliteFiles } from './fixtures/sqlite-files.js';
 
 /** A fenced write, the way each guard is used: check and write together, or neither. */
 interface FencedLog {
@@ -52,12 +49,11 @@ fencingSuite('memory', async () => {
   };
 });
 
-const directory = mkdtempSync(join(tmpdir(), 'stratus-fencing-'));
-after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
+const { path: fileIn, open: openDatabase } = sqliteFiles('stratus-fencing-');
 let files = 0;
 
 fencingSuite('sqlite', async () => {
-  const database = openSqlite(join(directory, `f-${++files}.db`));
+  const database = openDatabase(fileIn(`f-${++files}.db`));
   const fence = new SqliteFence({ database });
   database.exec('CREATE TABLE log (n INTEGER PRIMARY KEY, entry TEXT NOT NULL)');
   return {

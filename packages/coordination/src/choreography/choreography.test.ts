@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
 import {
   MemoryMessageBackend,
@@ -12,19 +9,20 @@ import {
   SqliteMessageBackend,
 } from '@stratus/messaging';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
+import { sqliteFiles } from '../fixtures/sqlite-files.js';
 import { Choreography } from './choreography.js';
 import { SagaCorrelationView } from './correlation-view.js';
 import { shop } from './fixtures/shop.js';
 import type { SagaEventBody } from './saga-event.js';
 
 const T0 = 1_750_000_000_000;
-const directory = mkdtempSync(join(tmpdir(), 'stratus-choreography-'));
-after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
+const { path: fileIn, open } = sqliteFiles('stratus-choreography-');
 let files = 0;
 
 const backends: Record<string, () => MessageBackend> = {
   memory: () => new MemoryMessageBackend(),
-  sqlite: () => new SqliteMessageBackend({ path: join(directory, `m-${++files}.db`) }),
+  // The fixture's database, not the backend's own: closed before the directory goes even if a test fails early.
+  sqlite: () => new SqliteMessageBackend({ database: open(fileIn(`m-${++files}.db`)) }),
 };
 
 async function setup(backend: () => MessageBackend, faults: Parameters<typeof shop>[0] = {}) {

@@ -19,7 +19,17 @@ import { activeVersion } from './target.js';
 import { projectionTargetContract } from './target-contract.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-projections-'));
-after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
+/** Every database the tests open: closed before the directory goes (their background checkpointers write into it). */
+const opened: SqliteDatabase[] = [];
+const openDatabase = (name: string) => {
+  const database = openSqlite(join(directory, name));
+  opened.push(database);
+  return database;
+};
+after(() => {
+  for (const database of opened) database.close();
+  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
+});
 let files = 0;
 
 /** Orders per status; version 2 also sums the seats. */
@@ -47,7 +57,7 @@ export const ordersView: Projection<SqliteDatabase> = {
 };
 
 function open(clock?: VirtualClock) {
-  const database = openSqlite(join(directory, `p-${++files}.db`));
+  const database = openDatabase(`p-${++files}.db`);
   const store = new EventStore({
     backend: new SqliteEventStore({ database, watchIntervalMs: 5 }),
     ...(clock ? { clock } : {}),
@@ -72,7 +82,7 @@ async function placeOrders(store: EventStore, from: number, to: number) {
 }
 
 projectionTargetContract('sqlite', async () => {
-  const database = openSqlite(join(directory, `contract-${++files}.db`));
+  const database = openDatabase(`contract-${++files}.db`);
   return {
     target: new SqliteProjectionTarget({ database }),
     createTable: (db, table) => db.exec(`CREATE TABLE ${table} (id TEXT PRIMARY KEY)`),
