@@ -86,9 +86,10 @@ export interface StartOptions {
   readonly clock?: Clock;
   /**
    * Where a web part hears the view changes that runners in another thread of this process commit (the embedded
-   * default's worker thread): with it, waits wake at once and documents are cached until they change.
+   * default's worker thread): with it, waits wake at once and documents are cached until they change. 'all' means
+   * changes may have gone unreported (that thread was restarted).
    */
-  readonly viewChanges?: (listener: (keys: readonly DocumentKey[]) => void) => void;
+  readonly viewChanges?: (listener: (keys: readonly DocumentKey[] | 'all') => void) => void;
   /** Hears the documents this part's view runners change, once committed (to pass on to another thread). */
   readonly onViewChange?: (keys: readonly DocumentKey[]) => void;
   /** The stats of background parts running in another thread of this process, for a web part's metrics. */
@@ -120,7 +121,7 @@ export async function startConferenceSystem(
   const waits = new DocumentWaits(clock, hearsChanges ? 250 : 25, {
     cacheDocuments: hearsChanges && config.databaseUrl === undefined,
   });
-  options.viewChanges?.((keys) => waits.changed(keys));
+  options.viewChanges?.((keys) => (keys === 'all' ? waits.changedAll() : waits.changed(keys)));
   const queries = documentQueries(
     waits.track(infrastructure.reader(conferenceView)),
     waits.track(infrastructure.reader(orderView)),

@@ -83,7 +83,7 @@ export class BackgroundThread {
   readonly #module: URL;
   readonly #workerData: unknown;
   readonly #log: ThreadLog | undefined;
-  readonly #changeListeners: ((keys: readonly DocumentKey[]) => void)[] = [];
+  readonly #changeListeners: ((keys: readonly DocumentKey[] | 'all') => void)[] = [];
   readonly #pendingStats = new Map<number, (stats: BackgroundStats) => void>();
   #nextStatsId = 0;
   #worker: Worker | undefined;
@@ -97,7 +97,8 @@ export class BackgroundThread {
     this.#log = log;
   }
 
-  onChange(listener: (keys: readonly DocumentKey[]) => void): void {
+  /** Hears each view change the thread commits; 'all' when it starts again (its last changes may be unreported). */
+  onChange(listener: (keys: readonly DocumentKey[] | 'all') => void): void {
     this.#changeListeners.push(listener);
   }
 
@@ -147,7 +148,11 @@ export class BackgroundThread {
     this.#restart = undefined;
     if (this.#stopping) return;
     this.start().then(
-      () => this.#log?.info({}, 'the background thread is running again'),
+      () => {
+        // The dead thread may have committed changes it never reported.
+        for (const listener of this.#changeListeners) listener('all');
+        this.#log?.info({}, 'the background thread is running again');
+      },
       (error: unknown) => {
         this.#log?.error({ err: error }, 'the background thread failed to start; trying again');
         if (!this.#stopping) this.#restart = setTimeout(() => this.#startAgain(), RESTART_DELAY_MS);

@@ -43,6 +43,23 @@ describe('DocumentWaits', () => {
     assert.equal(state.reads, 4);
   });
 
+  it('forgets every cached document and wakes every waiter when changes may have gone unreported', async () => {
+    const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
+    const { reader, state } = countingReader(docs);
+    const clock = new VirtualClock();
+    const waits = new DocumentWaits(clock, 60_000, { cacheDocuments: true });
+    const tracked = waits.track(reader);
+    await tracked.get('order', '1');
+    const reserved = waits.waitFor(async () => {
+      const order = await tracked.get<{ status: string }>('order', '1');
+      return order?.status === 'reserved' ? order : undefined;
+    }, 120_000);
+    docs.set('order/1', { status: 'reserved' });
+    waits.changedAll();
+    assert.deepEqual(await reserved, { status: 'reserved' });
+    assert.equal(state.reads, 2, 'the cached read, then one after the cache was forgotten');
+  });
+
   it('does not keep a read that a change overtook', async () => {
     const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
     const { reader, state } = countingReader(docs);

@@ -68,15 +68,25 @@ export class DocumentWaits {
     }
   }
 
+  /** Forgets every cached document and wakes every waiter: changes may have gone unreported. */
+  changedAll(): void {
+    this.#changes++;
+    this.#documents?.clear();
+    for (const waiting of [...this.#waiters.values()]) for (const done of [...waiting]) done();
+  }
+
   /** `check`'s first answer other than undefined, or undefined once `timeoutMs` passed. */
   async waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined> {
     const deadline = this.#clock.now() + timeoutMs;
     for (;;) {
       const read = new Set<string>();
+      const changesBefore = this.#changes;
       const answer = await this.#reads.run(read, check);
       if (answer !== undefined) return answer;
       const left = deadline - this.#clock.now();
       if (left <= 0) return undefined;
+      // A change heard while the check ran may be one it missed: check again rather than wait for the next.
+      if (this.#changes !== changesBefore) continue;
       await this.#nextChange(read, Math.min(left, this.#pollMs));
     }
   }
