@@ -91,6 +91,38 @@ describe('SqliteEventStore', () => {
     database.close();
   });
 
+  it("on a database with group commit, appends join the turn's commit even while another is pending", async () => {
+    const database = openSqlite(freshPath(), { groupCommit: true });
+    const store = new SqliteEventStore({ database });
+    const event = (id: string) => ({ id, type: 'Placed', data: '{}', metadata: '{}', schemaVersion: 1 });
+    const append = (i: number, expectedVersion: 'no-stream' | number) =>
+      store.append({ streamName: `order-${i}`, expectedVersion, events: [event(`e-${i}`)], now: T0 });
+    await append(0, 'no-stream');
+    const commit = database.prepare('COMMIT');
+    const run = commit.run.bind(commit);
+    let commits = 0;
+    commit.run = (...parameters) => {
+      commits++;
+      return run(...parameters);
+    };
+    const first = append(1, 'no-stream');
+    // The first append is handed to the database's group by now; grouping appends in the store as well would hold
+    // the next ones back until that group committed, and they would take a commit of their own.
+    await Promise.resolve();
+    await Promise.resolve();
+    const outcomes = await Promise.allSettled([first, append(2, 5), append(3, 'no-stream')]);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.ok((outcomes[1] as PromiseRejectedResult).reason instanceof WrongExpectedVersionError);
+    assert.equal(commits, 1, 'one commit for the turn');
+    assert.equal(await store.streamVersion('order-2'), 0);
+    assert.equal(await store.streamVersion('order-3'), 1);
+    await store.close();
+    database.close();
+  });
+
   describe('reading the head from the events this connection committed', () => {
     const event = (id: string, n: number) => ({
       id,

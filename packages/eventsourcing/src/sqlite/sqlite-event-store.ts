@@ -182,9 +182,13 @@ export class SqliteEventStore implements EventStoreBackend {
    */
   async append(request: AppendRequest): Promise<AppendResult> {
     // Inside a transaction the caller opened, the append joins it at once (the events commit with the caller's writes).
-    const outcome = this.#db().inTransaction
-      ? ((await this.#appendBatch([request]))[0] as AppendResult | { refused: unknown })
-      : await this.#appends.submit(request);
+    // With the driver's group commit the turn's appends already share a commit: grouping them here too would make
+    // an append wait for the previous group's commit before joining the next.
+    const db = this.#db();
+    const outcome =
+      db.inTransaction || db.groupCommit
+        ? ((await this.#appendBatch([request]))[0] as AppendResult | { refused: unknown })
+        : await this.#appends.submit(request);
     if (!('refused' in outcome)) return outcome;
     const { streamName, expectedVersion, events } = request;
     const error = outcome.refused;
