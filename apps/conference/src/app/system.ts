@@ -227,7 +227,8 @@ export async function startConferenceSystem(
   const running = runners.map((runner) => runner.start());
   for (const run of running) run.catch(() => (failed = true));
   const management = new ConferenceManagement(store, repositories, clock);
-  const queueMetrics = new QueueMetricsCollector(messaging, { intervalMs: 5000 }).start();
+  // Sampled only where metrics are served (not in the embedded default's background thread).
+  let queueMetrics: QueueMetricsCollector | undefined;
 
   const system: ConferenceSystem = {
     config,
@@ -246,10 +247,11 @@ export async function startConferenceSystem(
       return { viewLag, processOutcomes: [...processOutcomes] };
     },
     registerMetrics(registry) {
+      queueMetrics ??= new QueueMetricsCollector(messaging, { intervalMs: 5000 }).start();
       registerSystemMetrics(registry, queueMetrics, () => system.backgroundStats());
     },
     async stop() {
-      queueMetrics.stop();
+      queueMetrics?.stop();
       for (const consumer of consumers) await consumer.close();
       await election?.stop();
       for (const runner of runners) await runner.stop();

@@ -54,9 +54,9 @@ export interface SqliteDatabase {
    * Like `transaction`, but waits for another connection's write lock without blocking the event loop: it tries
    * `BEGIN IMMEDIATE` without SQLite's busy wait (which sleeps the whole thread, in growing steps) and retries at
    * each turn of the event loop for 2 ms, then every millisecond, up to `busyTimeoutMs`, then rejects with the
-   * driver's SQLITE_BUSY error. Polling often
-   * also keeps a busy writer in another process from starving this one. Inside an open transaction it joins it.
-   * With `groupCommit` it waits for the end of the event loop's turn instead (see OpenSqliteOptions).
+   * driver's SQLITE_BUSY error. Polling often also keeps a busy writer in another process from starving this one.
+   * Inside an open transaction it joins it. With `groupCommit` it waits for the end of the event loop's turn
+   * instead (see OpenSqliteOptions).
    */
   transactionAsync<T>(fn: () => T): Promise<T>;
   /** How long a write waits for another connection's lock (the connection's `PRAGMA busy_timeout`). */

@@ -15,6 +15,9 @@ import { isMemoryPath, type SqliteDatabase } from './driver.js';
 
 type Listener = () => void;
 
+/** How fileKey marks an in-memory database. */
+const MEMORY_KEY = 'memory:';
+
 /** Hubs with watchers, by database file, so a commit reaches every backend on that file in this thread. */
 const hubsByFile = new Map<string, Set<WatchHub>>();
 
@@ -111,7 +114,8 @@ export class WatchHub {
   notify(queue: string): void {
     const hubs = hubsByFile.get(this.#file);
     if (hubs !== undefined) for (const hub of hubs) hub.wake(queue);
-    tellOtherThreads(this.#file, queue);
+    // No other thread can open an in-memory database.
+    if (!this.#file.startsWith(MEMORY_KEY)) tellOtherThreads(this.#file, queue);
   }
 
   close(): void {
@@ -177,7 +181,7 @@ export class WatchHub {
 
 /** What identifies a database file for WatchHub: its real path (an in-memory database gets a key of its own). */
 export function fileKey(path: string): string {
-  if (isMemoryPath(path)) return `memory:${randomId()}`;
+  if (isMemoryPath(path)) return `${MEMORY_KEY}${randomId()}`;
   try {
     return realpathSync(path);
   } catch {
