@@ -22,7 +22,7 @@ import {
   type StreamInfo,
 } from '../backend.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
-import { type EventRow, RecentEvents, recorded } from './recent-events.js';
+import { EVENT_COLUMNS, type EventRow, READ_ALL_SQL, RecentEvents, recorded } from './recent-events.js';
 
 export interface SqliteEventStoreOptions {
   /** A database file to open (created if missing); the store owns it and closes it on close(). */
@@ -77,8 +77,6 @@ const MIGRATIONS = [
    ) WITHOUT ROWID;`,
 ];
 
-const EVENT_COLUMNS = 'position, stream_name, version, id, type, data, metadata, schema_version, recorded_at';
-
 const SQL = {
   streamVersion: 'SELECT version FROM es_streams WHERE name = ?',
   insertEvent:
@@ -90,7 +88,7 @@ const SQL = {
   placeOf: 'SELECT stream_name, version, position FROM es_events WHERE id = ?',
   readForwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version >= ? ORDER BY version LIMIT ?`,
   readBackwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version <= ? ORDER BY version DESC LIMIT ?`,
-  readAll: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position > ? ORDER BY position LIMIT ?`,
+  readAll: READ_ALL_SQL,
   head: 'SELECT coalesce(max(position), 0) AS head FROM es_events',
   listAll:
     'SELECT name, category, version, created_at, updated_at FROM es_streams WHERE name > ? ORDER BY name LIMIT ?',
