@@ -115,6 +115,13 @@ export interface ReceiveRequest {
   readonly max: number;
   readonly lockMs: number;
   readonly now: number;
+  /**
+   * On a sessions queue, how many of a session's messages one receive may lock together (default 1): with its head
+   * come up to `sessionBatch - 1` of the messages right behind it, in order, as long as each is due and not expired.
+   * `max` bounds the heads (the slots a receiver fills), not these: each has its own lock token and delivery count,
+   * and the receiver works through them in order, after their head. Backends without batches (PostgreSQL, Redis) lock the head alone, which the contract allows.
+   */
+  readonly sessionBatch?: number | undefined;
 }
 
 export interface ReceiveResult {
@@ -196,6 +203,8 @@ export type ReplayFrom = 'none' | 'retained' | { readonly since: number };
 export interface MessageBackend {
   /** A short name for errors, events and metrics: 'memory', 'sqlite', 'postgres', 'redis'. */
   readonly kind: string;
+  /** Whether a receive locks a session's next messages with its head (ReceiveRequest.sessionBatch); default false. */
+  readonly sessionBatches?: boolean;
 
   /** Creates the queue, or replaces the settings of an existing one. */
   putQueue(name: string, settings: QueueSettings): Promise<void>;
@@ -215,7 +224,8 @@ export interface MessageBackend {
    * Locks and returns up to `max` available messages in rank order, each with its delivery count raised.
    * Before choosing, it makes due scheduled messages available and returns messages whose lock expired; a message
    * whose lock expired after its last allowed delivery, or that expired (TTL), is dead-lettered instead.
-   * On a sessions queue only the head of each session is ever available.
+   * On a sessions queue only the head of each session (its lowest live message) is ever available, and the only
+   * messages locked behind it are those a receive locked with it (ReceiveRequest.sessionBatch).
    */
   receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult>;
 
@@ -226,7 +236,10 @@ export interface MessageBackend {
     lockMs: number,
     now: number,
   ): Promise<(number | undefined)[]>;
-  /** Deletes the messages. On a sessions queue this makes the next message of the session available. */
+  /**
+   * Deletes the messages. On a sessions queue, once none of a session's messages is locked, available or scheduled,
+   * its next waiting message becomes available.
+   */
   complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]>;
   /**
    * Optional: `complete` of one message, then (unless its lock was lost) `receive`, in one round trip and one
@@ -241,7 +254,9 @@ export interface MessageBackend {
   ): Promise<{ outcome: SettleOutcome; received: ReceiveResult }>;
   /**
    * Releases the lock: the message becomes available again at now + delayMs (re-ranked), or is dead-lettered with
-   * DEAD_LETTER_MAX_DELIVERIES when its delivery count reached the queue's maximum.
+   * DEAD_LETTER_MAX_DELIVERIES when its delivery count reached the queue's maximum. On a sessions queue the
+   * session's messages locked behind it go back to waiting (their locks are lost), and it waits too while a
+   * message of its session before it is still locked; a lock that expires does the same.
    */
   abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome>;
   deadLetter(

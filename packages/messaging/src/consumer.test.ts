@@ -81,6 +81,9 @@ describe('Consumer', () => {
     assert.throws(() => messaging.consume('work', async () => {}, { concurrency: 0 }), InvalidOptionsError);
     assert.throws(() => messaging.consume('work', async () => {}, { prefetch: -1 }), { option: 'prefetch' });
     assert.throws(() => messaging.consume('work', 'nope' as never), { option: 'handler' });
+    assert.throws(() => messaging.consume('work', async () => {}, { sessionBatch: 0 }), {
+      option: 'sessionBatch',
+    });
   });
 
   it('processes every message once, never more than `concurrency` at a time', async () => {
@@ -220,6 +223,25 @@ describe('Consumer', () => {
     assert.deepEqual(again.map((m) => m.body).sort(), [2, 3]);
   });
 
+  it('ends a graceful shutdown as soon as the running handlers finish, not at the deadline', async () => {
+    const { messaging, queue } = await setup();
+    await queue.send(1);
+    const gated = gatedHandler();
+    const consumer = messaging.consume<number>('work', gated.handler);
+    await waitUntil(() => gated.started.length === 1, 'the handler started');
+    let closed = false;
+    const closing = consumer.close({ timeoutMs: 60_000 }).then(() => {
+      closed = true;
+    });
+    await flushMicrotasks();
+    assert.equal(closed, false, 'waits for the running handler');
+    gated.release(1);
+    // The virtual clock stands still: only the handler's end can let the shutdown finish.
+    await waitUntil(() => closed, 'the shutdown finished once the handler did');
+    await closing;
+    assert.equal((await queue.stats()).length, 0);
+  });
+
   it('passes the shutdown reason to handlers cut off at the deadline', async () => {
     const { messaging, queue, clock } = await setup();
     await queue.send(1);
@@ -300,6 +322,127 @@ describe('Consumer', () => {
       if (used instanceof ContinuingBackend) assert.equal(used.handedOver, 12);
     });
   }
+
+  describe('session batches', () => {
+    /** The memory backend, counting the calls that lock messages. */
+    class CountingBackend extends ContinuingBackend {
+      receives = 0;
+      override async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
+        this.receives++;
+        return super.receive(queue, request);
+      }
+    }
+    type Step = { order: string; step: number };
+    async function sessions(orders: readonly string[], steps: number, backend = new CountingBackend()) {
+      const { messaging, clock, events } = await setup({}, backend);
+      await messaging.createQueue('orders', { sessions: true, maxDeliveryCount: 5 });
+      const queue = messaging.queue<Step>('orders');
+      const batch = [];
+      for (let step = 0; step < steps; step++)
+        for (const order of orders) batch.push({ body: { order, step }, sessionId: order });
+      await queue.sendBatch(batch);
+      return { messaging, clock, events, queue, backend };
+    }
+
+    it('runs a batch of a session in order in one slot, sessions in parallel, with fewer receives', async () => {
+      async function run(sessionBatch: number) {
+        const { messaging, queue, backend } = await sessions(['A', 'B'], 6);
+        const seen = new Map<string, number[]>();
+        const active = new Set<string>();
+        let parallel = 0;
+        const consumer = messaging.consume<Step>(
+          'orders',
+          async (message) => {
+            const { order, step } = message.body;
+            assert.ok(!active.has(order), 'one message of a session at a time');
+            active.add(order);
+            parallel = Math.max(parallel, active.size);
+            await flushMicrotasks();
+            seen.set(order, [...(seen.get(order) ?? []), step]);
+            active.delete(order);
+          },
+          { concurrency: 2, sessionBatch },
+        );
+        await waitUntil(async () => (await queue.stats()).length === 0, 'all sessions drained');
+        await consumer.close();
+        for (const order of ['A', 'B']) assert.deepEqual(seen.get(order), [0, 1, 2, 3, 4, 5]);
+        assert.equal(parallel, 2);
+        assert.equal(consumer.processed, 12);
+        return backend.receives;
+      }
+      const oneByOne = await run(1);
+      const batched = await run(3);
+      assert.ok(oneByOne >= 12, `${oneByOne} receives one by one: one per message at least`);
+      assert.ok(batched * 2 <= oneByOne, `${batched} receives in batches of 3, ${oneByOne} one by one`);
+    });
+
+    it('gives the rest of a batch back with a failed message, then runs them again in order', async () => {
+      const { messaging, queue } = await sessions(['A'], 4);
+      const seen: [number, number][] = [];
+      let failed = false;
+      const consumer = messaging.consume<Step>(
+        'orders',
+        (message) => {
+          seen.push([message.body.step, message.deliveryCount]);
+          if (message.body.step === 1 && !failed) {
+            failed = true;
+            throw new Error('once');
+          }
+        },
+        { sessionBatch: 4, retryBackoff: constantBackoff(0) },
+      );
+      await waitUntil(async () => (await queue.stats()).length === 0, 'the session drained');
+      await consumer.close();
+      assert.deepEqual(seen, [
+        [0, 1],
+        [1, 1],
+        [1, 2],
+        [2, 2],
+        [3, 2],
+      ]);
+    });
+
+    it('moves on to the rest of a batch after a message is dead-lettered', async () => {
+      const { messaging, queue } = await sessions(['A'], 3);
+      const seen: number[] = [];
+      const consumer = messaging.consume<Step>(
+        'orders',
+        async (message) => {
+          seen.push(message.body.step);
+          if (message.body.step === 0) await message.deadLetter('rejected');
+        },
+        { sessionBatch: 3 },
+      );
+      await waitUntil(async () => (await queue.stats()).length === 0, 'the session drained');
+      await consumer.close();
+      assert.deepEqual(seen, [0, 1, 2]);
+      assert.equal((await queue.stats()).deadLettered, 1);
+    });
+
+    it('gives an unfinished batch back at shutdown last first, so the session keeps its order', async () => {
+      const { messaging, queue, clock, events } = await sessions(['A'], 3);
+      const gated = gatedHandler();
+      const consumer = messaging.consume<Step>(
+        'orders',
+        (message, context) => gated.handler({ body: message.body.step }, context),
+        { sessionBatch: 3 },
+      );
+      await waitUntil(() => gated.started.length === 1, 'the first message started');
+      const closing = consumer.close({ timeoutMs: 1000 });
+      await clock.advance(1000);
+      await closing;
+      assert.ok(!events.some((e) => e.type === 'lock-lost'), 'every message was given back');
+      const stopped = events.find((e) => e.type === 'consumer-stopped');
+      assert.deepEqual(stopped?.type === 'consumer-stopped' && [stopped.drained, stopped.released], [0, 3]);
+      const stats = await queue.stats();
+      assert.deepEqual([stats.available, stats.waiting], [1, 2]);
+      const again = await queue.receive({ max: 5 });
+      assert.deepEqual(
+        again.map((m) => m.body.step),
+        [0],
+      );
+    });
+  });
 
   it('dead-letters an undecodable message at once without calling the handler', async () => {
     const { messaging, queue } = await setup();

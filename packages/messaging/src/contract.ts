@@ -679,6 +679,125 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
       });
     });
 
+    describe('session batches', () => {
+      const s = (id: string, session: string, extra: Partial<OutgoingMessage> = {}) =>
+        msg(id, { sessionId: session, ...extra });
+      const batch = async (queue: string, now: number, sessionBatch: number, max = 100, lockMs = LOCK) =>
+        (await backend.receive(queue, { max, lockMs, now, sessionBatch })).messages;
+      const ids = (messages: readonly DeliveredMessage[]) => messages.map((m) => m.id);
+      const token = (messages: readonly DeliveredMessage[], id: string) =>
+        messages.find((m) => m.id === id)?.lockToken as string;
+
+      it("locks a session's next due messages with its head, up to sessionBatch (the head alone without batches)", async () => {
+        const queue = await newQueue({ sessions: true });
+        const later = { availableAt: T0 + 5000 };
+        await backend.send(
+          queue,
+          [
+            s('a1', 'A'),
+            s('a2', 'A'),
+            s('a3', 'A'),
+            s('a4', 'A', later),
+            s('a5', 'A'),
+            s('b1', 'B'),
+            s('b2', 'B'),
+          ],
+          T0,
+        );
+        const received = await batch(queue, T0, 5);
+        const batches = backend.sessionBatches === true;
+        // a4 is not due yet: the batch stops in front of it, so nothing is ever handed out of order.
+        assert.deepEqual(ids(received), batches ? ['a1', 'a2', 'a3', 'b1', 'b2'] : ['a1', 'b1']);
+        assert.ok(received.every((m) => m.deliveryCount === 1));
+        assert.equal(new Set(received.map((m) => m.lockToken)).size, received.length);
+        const stats = await backend.stats(queue, T0);
+        assert.deepEqual([stats.locked, stats.waiting], batches ? [5, 2] : [2, 5]);
+
+        const bounded = await newQueue({ sessions: true });
+        await backend.send(bounded, [s('a1', 'A'), s('a2', 'A'), s('a3', 'A'), s('b1', 'B')], T0);
+        // `max` bounds the heads; the messages locked with them come on top.
+        assert.deepEqual(ids(await batch(bounded, T0, 2, 1)), batches ? ['a1', 'a2'] : ['a1']);
+        assert.deepEqual(ids(await batch(bounded, T0, 2, 1)), ['b1']);
+      });
+
+      it('hands the session on once every message of the batch is completed, in or out of order', async (t) => {
+        if (backend.sessionBatches !== true) return t.skip('no session batches');
+        const queue = await newQueue({ sessions: true });
+        await backend.send(queue, [s('a1', 'A'), s('a2', 'A'), s('a3', 'A'), s('a4', 'A')], T0);
+        const first = await batch(queue, T0, 2);
+        assert.deepEqual(ids(first), ['a1', 'a2']);
+        await backend.complete(queue, [token(first, 'a2')], T0 + 1);
+        assert.deepEqual(await receiveIds(queue, T0 + 2), [], 'a1 still holds the session');
+        const next = await completeAndReceive(backend, queue, token(first, 'a1'), {
+          max: 10,
+          lockMs: LOCK,
+          now: T0 + 3,
+          sessionBatch: 2,
+        });
+        assert.deepEqual(ids(next.received.messages), ['a3', 'a4']);
+      });
+
+      it('sends the messages locked behind an abandoned one back to waiting, and keeps their order', async (t) => {
+        if (backend.sessionBatches !== true) return t.skip('no session batches');
+        const queue = await newQueue({ sessions: true });
+        await backend.send(queue, [s('a1', 'A'), s('a2', 'A'), s('a3', 'A')], T0);
+        const first = await batch(queue, T0, 3);
+        await backend.complete(queue, [token(first, 'a1')], T0 + 1);
+        assert.equal(await backend.abandon(queue, token(first, 'a2'), 0, T0 + 2), 'ok');
+        assert.deepEqual(await backend.complete(queue, [token(first, 'a3')], T0 + 3), ['lost']);
+        const again = await batch(queue, T0 + 4, 1);
+        assert.deepEqual(
+          again.map((m) => [m.id, m.deliveryCount]),
+          [['a2', 2]],
+        );
+        await backend.complete(queue, [token(again, 'a2')], T0 + 5);
+        const last = await batch(queue, T0 + 6, 3);
+        assert.deepEqual(
+          last.map((m) => [m.id, m.deliveryCount]),
+          [['a3', 2]],
+          'a3 counts the delivery it had in the batch',
+        );
+      });
+
+      it('keeps an abandoned follower waiting while the head before it is held', async (t) => {
+        if (backend.sessionBatches !== true) return t.skip('no session batches');
+        const queue = await newQueue({ sessions: true });
+        await backend.send(queue, [s('a1', 'A'), s('a2', 'A'), s('a3', 'A')], T0);
+        const first = await batch(queue, T0, 3);
+        await backend.abandon(queue, token(first, 'a2'), 0, T0 + 1);
+        assert.deepEqual(await backend.complete(queue, [token(first, 'a3')], T0 + 2), ['lost']);
+        assert.deepEqual(await receiveIds(queue, T0 + 3), []);
+        await backend.complete(queue, [token(first, 'a1')], T0 + 4);
+        assert.deepEqual(ids(await batch(queue, T0 + 5, 5)), ['a2', 'a3']);
+      });
+
+      it('gives an expired batch back in order: the head available, the rest waiting', async (t) => {
+        if (backend.sessionBatches !== true) return t.skip('no session batches');
+        const queue = await newQueue({ sessions: true });
+        await backend.send(queue, [s('a1', 'A'), s('a2', 'A'), s('a3', 'A'), s('b1', 'B')], T0);
+        const first = await batch(queue, T0, 2, 100, 1000);
+        assert.deepEqual(ids(first), ['a1', 'a2', 'b1']);
+        const later = await backend.receive(queue, { max: 10, lockMs: LOCK, now: T0 + 1000 });
+        assert.deepEqual(later.messages.map((m) => [m.id, m.deliveryCount]).sort(), [
+          ['a1', 2],
+          ['b1', 2],
+        ]);
+        assert.deepEqual(await backend.complete(queue, [token(first, 'a2')], T0 + 1001), ['lost']);
+        assert.equal((await backend.stats(queue, T0 + 1001)).waiting, 2);
+      });
+
+      it('dead-letters a message abandoned past its last delivery and moves on to the ones behind it', async (t) => {
+        if (backend.sessionBatches !== true) return t.skip('no session batches');
+        const queue = await newQueue({ sessions: true, maxDeliveryCount: 1 });
+        await backend.send(queue, [s('a1', 'A'), s('a2', 'A')], T0);
+        const first = await batch(queue, T0, 2);
+        await backend.abandon(queue, token(first, 'a1'), 0, T0 + 1);
+        assert.equal((await backend.listDeadLetters(queue, { limit: 5 }))[0]?.id, 'a1');
+        assert.deepEqual(await backend.complete(queue, [token(first, 'a2')], T0 + 2), ['lost']);
+        assert.deepEqual(await receiveIds(queue, T0 + 3), ['a2']);
+      });
+    });
+
     describe('peek and stats', () => {
       it('peeks in sequence order without delivering', async () => {
         const queue = await newQueue();

@@ -459,6 +459,7 @@ export class QueueClient<T> implements Settler {
         max: request.max,
         lockMs,
         now: messaging.clock.now(),
+        sessionBatch: request.sessionBatch,
       }),
     );
     if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);

@@ -22,7 +22,11 @@ export interface ReceiveMoreRequest {
   readonly max: number;
   /** How long to lock them (default: the queue's lock duration). */
   readonly lockMs?: number;
+  /** How many of a session's messages may come locked together (ReceiveRequest.sessionBatch); default 1. */
+  readonly sessionBatch?: number;
 }
+
+export type Settlement = 'completed' | 'abandoned' | 'dead-lettered';
 
 /**
  * One delivery of a message, locked for this receiver until `lockedUntil`. Settle it exactly once: complete it
@@ -35,7 +39,7 @@ export class ReceivedMessage<T> {
   /** The delivery as the backend returned it (raw body bytes, every property). */
   readonly delivery: DeliveredMessage;
   #lockedUntil: number;
-  #settled = false;
+  #settlement: Settlement | undefined;
   readonly #settler: Settler;
 
   constructor(queue: string, body: T, delivery: DeliveredMessage, settler: Settler) {
@@ -87,11 +91,16 @@ export class ReceivedMessage<T> {
   }
   /** True once complete, abandon or dead-letter was called. */
   get settled(): boolean {
-    return this.#settled;
+    return this.#settlement !== undefined;
+  }
+
+  /** How the message was settled, once it was. */
+  get settlement(): Settlement | undefined {
+    return this.#settlement;
   }
 
   async complete(): Promise<void> {
-    this.#settle();
+    this.#settle('completed');
     await this.#settler.complete(this);
   }
 
@@ -101,18 +110,18 @@ export class ReceivedMessage<T> {
    * MessageLockLostError, receiving nothing, when the lock was lost.
    */
   async completeAndReceive(request: ReceiveMoreRequest): Promise<ReceivedMessage<T>[]> {
-    this.#settle();
+    this.#settle('completed');
     return (await this.#settler.completeAndReceive(this, request)) as ReceivedMessage<T>[];
   }
 
   /** Gives the message back; it is delivered again after `delayMs` (default at once). */
   async abandon(options: { delayMs?: number } = {}): Promise<void> {
-    this.#settle();
+    this.#settle('abandoned');
     await this.#settler.abandon(this, options.delayMs ?? 0);
   }
 
   async deadLetter(reason: string, description?: string): Promise<void> {
-    this.#settle();
+    this.#settle('dead-lettered');
     await this.#settler.deadLetter(this, reason, description);
   }
 
@@ -127,8 +136,8 @@ export class ReceivedMessage<T> {
     this.#lockedUntil = lockedUntil;
   }
 
-  #settle(): void {
-    if (this.#settled) throw new MessageAlreadySettledError(this.queue, this.id);
-    this.#settled = true;
+  #settle(settlement: Settlement): void {
+    if (this.#settlement !== undefined) throw new MessageAlreadySettledError(this.queue, this.id);
+    this.#settlement = settlement;
   }
 }

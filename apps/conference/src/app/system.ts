@@ -187,7 +187,8 @@ export async function startConferenceSystem(
     const reactionTypes = new Set<string>(INTEGRATION_EVENTS);
     consumers.push(
       workerBus.consume(COMMAND_QUEUE, { concurrency: 16 }),
-      workerBus.consume(SEATS_QUEUE, { concurrency: 16 }),
+      // A busy conference's availability commands run in batches: each completes as the next one starts.
+      workerBus.consume(SEATS_QUEUE, { concurrency: 16, sessionBatch: 16 }),
       router.consumeTimeouts(messaging, TIMEOUT_QUEUE, { concurrency: 4 }),
     );
     // The event subscriptions run in one worker at a time: the leader's, until its term ends.

@@ -57,8 +57,11 @@ const entryLess = (a: HeapEntry, b: HeapEntry) =>
   a.key < b.key || (a.key === b.key && a.sequence < b.sequence);
 
 interface SessionRecord {
-  /** The session's message that is available, scheduled or locked, if any. */
-  head: Record | undefined;
+  /**
+   * The session's messages that are available, scheduled or locked, by sequence: its head, then those a receive
+   * locked with it (ReceiveRequest.sessionBatch).
+   */
+  held: Record[];
   /** Messages behind the head, by sequence. */
   waiting: Record[];
   state: Uint8Array | undefined;
@@ -97,6 +100,7 @@ interface RetainedMessage {
  */
 export class MemoryMessageBackend implements MessageBackend {
   readonly kind = 'memory';
+  readonly sessionBatches = true;
   readonly #queues = new Map<string, QueueState>();
   readonly #topics = new Map<string, TopicSettings>();
   readonly #retained: RetainedMessage[] = [];
@@ -134,7 +138,7 @@ export class MemoryMessageBackend implements MessageBackend {
     const { now } = request;
     this.#releaseDue(state, now);
     const messages: DeliveredMessage[] = [];
-    while (messages.length < request.max) {
+    for (let heads = 0; heads < request.max; ) {
       const entry = state.available.pop();
       if (entry === undefined) break;
       const record = entry.record;
@@ -143,16 +147,31 @@ export class MemoryMessageBackend implements MessageBackend {
         this.#kill(state, record, DEAD_LETTER_EXPIRED, undefined, now);
         continue;
       }
-      record.state = 'locked';
-      record.deliveryCount++;
-      record.lockToken = randomId();
-      record.lockedUntil = now + request.lockMs;
-      record.version++;
-      state.byToken.set(record.lockToken, record);
-      this.#pushTimed(state, record, record.lockedUntil);
+      this.#lock(state, record, now + request.lockMs);
       messages.push(delivered(record));
+      heads++;
+      const session = record.sessionId === undefined ? undefined : state.sessions.get(record.sessionId);
+      for (let taken = 1; session !== undefined && taken < (request.sessionBatch ?? 1); taken++) {
+        const follower = session.waiting[0];
+        if (follower === undefined || follower.availableAt > now) break;
+        if (follower.expiresAt !== undefined && follower.expiresAt <= now) break;
+        session.waiting.shift();
+        session.held.push(follower);
+        this.#lock(state, follower, now + request.lockMs);
+        messages.push(delivered(follower));
+      }
     }
     return { messages, nextDueAt: messages.length > 0 ? undefined : this.#nextDue(state) };
+  }
+
+  #lock(state: QueueState, record: Record, lockedUntil: number): void {
+    record.state = 'locked';
+    record.deliveryCount++;
+    record.lockToken = randomId();
+    record.lockedUntil = lockedUntil;
+    record.version++;
+    state.byToken.set(record.lockToken, record);
+    this.#pushTimed(state, record, lockedUntil);
   }
 
   async renewLocks(
@@ -188,12 +207,7 @@ export class MemoryMessageBackend implements MessageBackend {
     const state = this.#queue(queue);
     const record = this.#unlock(state, lockToken);
     if (record === undefined) return 'lost';
-    if (record.deliveryCount >= state.settings.maxDeliveryCount) {
-      this.#kill(state, record, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
-    } else {
-      this.#makeDeliverable(state, record, now + delayMs, now);
-      this.#notify(queue);
-    }
+    this.#release(state, record, now + delayMs, now);
     return 'ok';
   }
 
@@ -419,14 +433,14 @@ export class MemoryMessageBackend implements MessageBackend {
     state.live.set(record.sequence, record);
     if (record.sessionId !== undefined) {
       const session = this.#session(state, record.sessionId);
-      if (session.head !== undefined) {
+      if (session.held.length > 0) {
         record.state = 'waiting';
         record.availableAt = availableAt;
         record.version++;
         insertBySequence(session.waiting, record);
         return;
       }
-      session.head = record;
+      session.held.push(record);
     }
     this.#makeDeliverable(state, record, availableAt, now);
   }
@@ -449,11 +463,45 @@ export class MemoryMessageBackend implements MessageBackend {
     state.timed.push({ key: dueAt, sequence: record.sequence, record, version: record.version });
   }
 
-  /** Due scheduled messages become available; expired locks come back or, past the last delivery, die. */
+  /**
+   * A locked message goes back (abandoned, or its lock expired): dead-lettered past its last delivery, else
+   * deliverable from `availableAt`. In a session the messages locked behind it go back to waiting, and so does it
+   * while an earlier message of its session is still held: only a session's first message is ever deliverable.
+   */
+  #release(state: QueueState, record: Record, availableAt: number, now: number): void {
+    const session = record.sessionId === undefined ? undefined : state.sessions.get(record.sessionId);
+    const at = session?.held.indexOf(record) ?? -1;
+    if (session !== undefined && at >= 0) {
+      const behind = session.held.splice(at + 1);
+      for (const follower of behind) {
+        state.byToken.delete(follower.lockToken as string);
+        follower.state = 'waiting';
+        follower.lockToken = undefined;
+        follower.version++;
+      }
+      session.waiting.unshift(...behind);
+    }
+    if (record.deliveryCount >= state.settings.maxDeliveryCount) {
+      this.#kill(state, record, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
+    } else if (session !== undefined && at > 0) {
+      session.held.splice(at, 1);
+      record.state = 'waiting';
+      record.availableAt = availableAt;
+      record.lockToken = undefined;
+      record.version++;
+      session.waiting.unshift(record);
+    } else {
+      this.#makeDeliverable(state, record, availableAt, now);
+      this.#notify(state.name);
+    }
+  }
+
+  /** Due scheduled messages become available; expired locks come back (in order) or, past the last delivery, die. */
   #releaseDue(state: QueueState, now: number): void {
+    const expired: Record[] = [];
     for (;;) {
       const entry = state.timed.peek();
-      if (entry === undefined || entry.key > now) return;
+      if (entry === undefined || entry.key > now) break;
       state.timed.pop();
       const record = entry.record;
       if (record.version !== entry.version) continue;
@@ -464,13 +512,16 @@ export class MemoryMessageBackend implements MessageBackend {
           this.#makeDeliverable(state, record, record.availableAt, now);
         }
       } else if (record.state === 'locked') {
-        state.byToken.delete(record.lockToken as string);
-        if (record.deliveryCount >= state.settings.maxDeliveryCount) {
-          this.#kill(state, record, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
-        } else {
-          this.#makeDeliverable(state, record, record.lockedUntil, now);
-        }
+        expired.push(record);
       }
+    }
+    // By sequence, as the SQLite backend does: a session's head before the messages locked with it.
+    expired.sort((a, b) => a.sequence - b.sequence);
+    for (const record of expired) {
+      // An earlier message of its session may have sent it back to waiting already.
+      if (record.state !== 'locked') continue;
+      state.byToken.delete(record.lockToken as string);
+      this.#release(state, record, record.lockedUntil, now);
     }
   }
 
@@ -509,14 +560,20 @@ export class MemoryMessageBackend implements MessageBackend {
     this.#advanceSession(state, record, now);
   }
 
-  /** The session's head left (completed or dead): the next waiting message becomes its head. */
+  /**
+   * A message of the session left (completed or dead): once none of its messages is held, the next waiting one
+   * becomes its head.
+   */
   #advanceSession(state: QueueState, record: Record, now: number): void {
     if (record.sessionId === undefined) return;
     const session = state.sessions.get(record.sessionId);
-    if (session === undefined || session.head !== record) return;
+    const at = session?.held.indexOf(record) ?? -1;
+    if (session === undefined || at < 0) return;
+    session.held.splice(at, 1);
+    if (session.held.length > 0) return;
     const next = session.waiting.shift();
-    session.head = next;
     if (next !== undefined) {
+      session.held.push(next);
       this.#makeDeliverable(state, next, Math.max(next.availableAt, now), now);
       this.#notify(state.name);
     } else {
@@ -527,14 +584,14 @@ export class MemoryMessageBackend implements MessageBackend {
   #session(state: QueueState, sessionId: string): SessionRecord {
     let session = state.sessions.get(sessionId);
     if (session === undefined) {
-      session = { head: undefined, waiting: [], state: undefined };
+      session = { held: [], waiting: [], state: undefined };
       state.sessions.set(sessionId, session);
     }
     return session;
   }
 
   #dropIdleSession(state: QueueState, sessionId: string, session: SessionRecord): void {
-    if (session.head === undefined && session.waiting.length === 0 && session.state === undefined) {
+    if (session.held.length === 0 && session.waiting.length === 0 && session.state === undefined) {
       state.sessions.delete(sessionId);
     }
   }

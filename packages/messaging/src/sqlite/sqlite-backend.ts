@@ -113,6 +113,7 @@ interface QueueContext {
  */
 export class SqliteMessageBackend implements MessageBackend {
   readonly kind = 'sqlite';
+  readonly sessionBatches = true;
   readonly database: SqliteDatabase;
   readonly #owned: boolean;
   readonly #hub: WatchHub;
@@ -232,23 +233,36 @@ export class SqliteMessageBackend implements MessageBackend {
     const lock = db.prepare(SQL.lock);
     // Expired messages met on the way are dead-lettered and picking goes on (a dead session head may also
     // have let the next message of its session through).
-    for (let expired = true; expired && messages.length < max; ) {
+    const lockRow = (row: MessageRow) => {
+      const lockToken = `${row.sequence}.${this.#tokenPrefix}${(++this.#tokenCounter).toString(36)}`;
+      lock.run(lockToken, lockedUntil, row.sequence);
+      messages.push({
+        ...stored(row),
+        state: 'locked',
+        deliveryCount: row.delivery_count + 1,
+        lockToken,
+        lockedUntil,
+      });
+    };
+    const batch = request.sessionBatch ?? 1;
+    let heads = 0;
+    for (let expired = true; expired && heads < max; ) {
       expired = false;
-      for (const row of pick.all<MessageRow>(context.id, max - messages.length)) {
+      for (const row of pick.all<MessageRow>(context.id, max - heads)) {
         if (row.expires_at !== null && row.expires_at <= now) {
           this.#kill(context, row.sequence, row.session, DEAD_LETTER_EXPIRED, undefined, now);
           expired = true;
           continue;
         }
-        const lockToken = `${row.sequence}.${this.#tokenPrefix}${(++this.#tokenCounter).toString(36)}`;
-        lock.run(lockToken, lockedUntil, row.sequence);
-        messages.push({
-          ...stored(row),
-          state: 'locked',
-          deliveryCount: row.delivery_count + 1,
-          lockToken,
-          lockedUntil,
-        });
+        lockRow(row);
+        heads++;
+        if (row.session === null || batch <= 1) continue;
+        const followers = db.prepare(SQL.followers).all<MessageRow>(context.id, row.session, batch - 1);
+        for (const follower of followers) {
+          const expires = follower.expires_at;
+          if (follower.available_at > now || (expires !== null && expires <= now)) break;
+          lockRow(follower);
+        }
       }
     }
     const nextDueAt = messages.length > 0 ? undefined : this.#nextDue(context);
@@ -328,11 +342,7 @@ export class SqliteMessageBackend implements MessageBackend {
                 lockToken,
               );
       if (sequence === undefined || row === undefined) return 'lost';
-      if (row.delivery_count >= context.settings.maxDeliveryCount) {
-        this.#kill(context, sequence, row.session, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
-      } else {
-        this.#makeDeliverable(context, sequence, row.priority, now + delayMs, now);
-      }
+      this.#unlock(context, { ...row, sequence }, now + delayMs, now);
       this.#finish(context);
       return 'ok';
     });
@@ -734,8 +744,33 @@ export class SqliteMessageBackend implements MessageBackend {
     if (session !== null) this.#advanceSession(context, session, now);
   }
 
-  /** The session's head left (completed or dead): the next waiting message becomes its head. */
+  /**
+   * A locked message goes back (abandoned, or its lock expired): dead-lettered past its last delivery, else
+   * deliverable from `availableAt`. In a session the messages locked behind it go back to waiting, and so does it
+   * while an earlier message of its session is still held: only a session's first message is ever deliverable.
+   */
+  #unlock(context: QueueContext, row: LockedRow, availableAt: number, now: number): void {
+    const db = this.database;
+    const { sequence, session } = row;
+    if (session !== null) db.prepare(SQL.releaseFollowers).run(context.id, session, sequence);
+    if (row.delivery_count >= context.settings.maxDeliveryCount) {
+      this.#kill(context, sequence, session, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
+    } else if (
+      session !== null &&
+      db.prepare(SQL.heldBefore).get(context.id, session, sequence) !== undefined
+    ) {
+      db.prepare(SQL.toWaiting).run(sequence);
+    } else {
+      this.#makeDeliverable(context, sequence, row.priority, availableAt, now);
+    }
+  }
+
+  /**
+   * A message of the session left (completed or dead): once none of its messages is held, the next waiting one
+   * becomes its head.
+   */
   #advanceSession(context: QueueContext, session: string, now: number): void {
+    if (this.#sessionBusy(context, session)) return;
     const next = this.database
       .prepare(SQL.nextWaiting)
       .get<{ sequence: number; available_at: number; priority: number }>(context.id, session);
@@ -758,12 +793,16 @@ export class SqliteMessageBackend implements MessageBackend {
     }
     if (due.locked !== null && due.locked <= now) {
       const maxDeliveries = context.settings.maxDeliveryCount;
-      for (const { session } of db
-        .prepare(SQL.killExhaustedLocks)
-        .all<{ session: string | null }>(DEAD_LETTER_MAX_DELIVERIES, now, context.id, now, maxDeliveries)) {
-        if (session !== null) this.#advanceSession(context, session, now);
-      }
+      db.prepare(SQL.killExhaustedLocks).run(DEAD_LETTER_MAX_DELIVERIES, now, context.id, now, maxDeliveries);
       db.prepare(SQL.releaseLocks).run(step, context.id, now);
+      const locked = db.prepare(SQL.locked);
+      for (const row of db
+        .prepare(SQL.expiredSessionLocks)
+        .all<LockedRow & { lock_token: string; due_at: number }>(context.id, now)) {
+        // An earlier message of its session may have sent it back to waiting already in this pass.
+        if (locked.get(row.sequence, context.id, row.lock_token) === undefined) continue;
+        this.#unlock(context, row, row.due_at, now);
+      }
     }
   }
 
@@ -815,6 +854,14 @@ export class SqliteMessageBackend implements MessageBackend {
 function earliest(due: DueRow): number | undefined {
   if (due.scheduled === null) return due.locked ?? undefined;
   return due.locked === null ? due.scheduled : Math.min(due.scheduled, due.locked);
+}
+
+/** What settling a locked message needs to know of it. */
+interface LockedRow {
+  sequence: number;
+  delivery_count: number;
+  priority: number;
+  session: string | null;
 }
 
 interface Placement {

@@ -140,6 +140,16 @@ export const SQL = {
   sessionHead:
     'SELECT 1 AS busy FROM stratus_messages WHERE queue = ? AND session = ? AND session IS NOT NULL ' +
     "AND state IN ('available', 'scheduled', 'locked') LIMIT 1",
+  heldBefore:
+    'SELECT 1 AS busy FROM stratus_messages WHERE queue = ? AND session = ? ' +
+    "AND state IN ('available', 'scheduled', 'locked') AND sequence < ? LIMIT 1",
+  /** The waiting messages right behind a session's head, for a receive that locks them with it. */
+  followers: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND session = ? AND state = 'waiting' ORDER BY sequence LIMIT ?`,
+  releaseFollowers:
+    "UPDATE stratus_messages SET state = 'waiting', rank = NULL, due_at = NULL, lock_token = NULL " +
+    "WHERE queue = ? AND session = ? AND state = 'locked' AND sequence > ?",
+  toWaiting:
+    "UPDATE stratus_messages SET state = 'waiting', rank = NULL, due_at = NULL, lock_token = NULL WHERE sequence = ?",
   nextWaiting:
     'SELECT sequence, available_at, priority FROM stratus_messages ' +
     "WHERE queue = ? AND session = ? AND state = 'waiting' ORDER BY sequence LIMIT 1",
@@ -165,10 +175,14 @@ export const SQL = {
   killExhaustedLocks:
     "UPDATE stratus_messages SET state = 'dead', dead_reason = ?, dead_description = NULL, dead_at = ?, " +
     "due_at = NULL, lock_token = NULL WHERE queue = ? AND state = 'locked' AND due_at <= ? " +
-    'AND delivery_count >= ? RETURNING session',
+    'AND delivery_count >= ? AND session IS NULL',
   releaseLocks:
     `UPDATE stratus_messages SET state = 'available', available_at = due_at, rank = ${RANK_FROM_DUE}, ` +
-    "due_at = NULL, lock_token = NULL WHERE queue = ? AND state = 'locked' AND due_at <= ?",
+    "due_at = NULL, lock_token = NULL WHERE queue = ? AND state = 'locked' AND due_at <= ? AND session IS NULL",
+  /** Session messages go back one at a time, in order (SqliteMessageBackend.#unlock). */
+  expiredSessionLocks:
+    'SELECT sequence, lock_token, due_at, delivery_count, priority, session FROM stratus_messages ' +
+    "WHERE queue = ? AND state = 'locked' AND due_at <= ? AND session IS NOT NULL ORDER BY sequence",
   pick: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND state = 'available' ORDER BY rank, sequence LIMIT ?`,
   lock:
     "UPDATE stratus_messages SET state = 'locked', delivery_count = delivery_count + 1, lock_token = ?, " +
