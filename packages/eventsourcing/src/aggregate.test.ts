@@ -46,6 +46,12 @@ class CountingStore extends MemoryEventStore {
     this.reads++;
     return super.readStream(...args);
   }
+  /** What each append asked of the store's commit. */
+  readonly immediate: (boolean | undefined)[] = [];
+  override async append(...args: Parameters<MemoryEventStore['append']>) {
+    this.immediate.push(args[0].immediate);
+    return super.append(...args);
+  }
 }
 
 function setup(options: Partial<ConstructorParameters<typeof AggregateRepository>[1]> = {}) {
@@ -57,7 +63,7 @@ function setup(options: Partial<ConstructorParameters<typeof AggregateRepository
     decider: account,
     ...options,
   } as never) as AggregateRepository<Account, AccountEvent, AccountCommand>;
-  return { clock, store, repository, reads: () => backend.reads };
+  return { clock, store, repository, backend, reads: () => backend.reads };
 }
 
 describe('AggregateRepository', () => {
@@ -205,6 +211,16 @@ describe('AggregateRepository', () => {
     assert.equal(after.version, 3);
   });
 
+  it('with immediateAppends, asks the store to commit each append at once', async () => {
+    const plain = setup();
+    await plain.repository.handle('1', () => ({ type: 'Opened', data: { owner: 'ann' } }));
+    const immediate = setup({ immediateAppends: true });
+    await immediate.repository.handle('1', () => ({ type: 'Opened', data: { owner: 'ann' } }));
+    await immediate.repository.execute('1', { kind: 'deposit', amount: 5 });
+    assert.deepEqual(plain.backend.immediate, [false]);
+    assert.deepEqual(immediate.backend.immediate, [true, true]);
+  });
+
   it('refuses bad options', async () => {
     const { store } = setup();
     assert.throws(() => new AggregateRepository(store, { category: 'a-b', decider: account }), /category/);
@@ -223,6 +239,11 @@ describe('AggregateRepository', () => {
     assert.throws(
       () => new AggregateRepository(store, { category: 'a', decider: account, maxAttempts: 0 }),
       /maxAttempts/,
+    );
+    assert.throws(
+      () =>
+        new AggregateRepository(store, { category: 'a', decider: account, immediateAppends: 'yes' as never }),
+      /immediateAppends/,
     );
   });
 });

@@ -60,6 +60,11 @@ export interface AggregateRepositoryOptions<State, Event extends DomainEvent, Co
   readonly cache?: SnapshotCacheOptions;
   /** Attempts of `handle` when the append meets a concurrent change (it reloads and decides again); default 3. */
   readonly maxAttempts?: number;
+  /**
+   * Appends commit at once, each alone (AppendOptions.immediate): for an aggregate with a single writer working
+   * through a queue of commands, where each command waits for the previous one's commit. Default false.
+   */
+  readonly immediateAppends?: boolean;
 }
 
 export interface Loaded<State> {
@@ -104,6 +109,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
   readonly #usesSnapshots: boolean;
   readonly #cache: SnapshotCache<Loaded<State>> | undefined;
   readonly #maxAttempts: number;
+  readonly #immediateAppends: boolean;
 
   constructor(store: EventStore, options: AggregateRepositoryOptions<State, Event, Command>) {
     if (typeof options !== 'object' || options === null)
@@ -132,6 +138,9 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
       fromJson: snapshots.fromJson ?? ((json) => json as State),
     };
     this.#maxAttempts = maxAttempts;
+    if (options.immediateAppends !== undefined && typeof options.immediateAppends !== 'boolean')
+      throw new InvalidOptionsError('immediateAppends', 'expected a boolean');
+    this.#immediateAppends = options.immediateAppends === true;
     if (cache !== undefined) {
       const { ttlMs = 30 * 60_000, trustMs = 1000, maxEntries = 10_000 } = cache;
       assertDuration('cache.ttlMs', ttlMs, { allowZero: false });
@@ -189,6 +198,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
           expectedVersion: current.version,
           correlationId: options.correlationId,
           causationId: options.causationId,
+          immediate: this.#immediateAppends,
         });
         let state = current.state;
         for (const event of events) state = this.#decider.evolve(state, event);

@@ -32,6 +32,8 @@ export interface AppendRequest {
   readonly events: readonly EventToStore[];
   /** Epoch ms, recorded on each event. */
   readonly now: number;
+  /** AppendOptions.immediate. */
+  readonly immediate?: boolean | undefined;
 }
 
 export interface AppendResult {

@@ -37,6 +37,12 @@ export interface AppendOptions {
   /** Put on every event's metadata (an event's own metadata wins). */
   readonly correlationId?: string;
   readonly causationId?: string;
+  /**
+   * Commit this append at once in a transaction of its own, not with the rest of the turn's writes (SQLite with
+   * group commit; other backends commit each append at once anyway): for a single writer working through a queue
+   * of commands, whose next command waits for this append, a busy turn's end is the longer wait.
+   */
+  readonly immediate?: boolean;
 }
 
 export type EventStoreEvent =
@@ -167,6 +173,7 @@ export class EventStore {
         expectedVersion,
         events: prepared,
         now: this.clock.now(),
+        immediate: options.immediate,
       });
       if (this.events.active) {
         this.events.emit({

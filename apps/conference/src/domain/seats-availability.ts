@@ -3,7 +3,7 @@
  * holds (stream `seatsAvailability-<conferenceId>`). It is the contended aggregate every order goes through, so it
  * is the one that is snapshotted (the Journey's memento).
  */
-import type { Decider, SnapshotOptions } from '@stratus/eventsourcing';
+import { type Decider, PersistentMap, type SnapshotOptions } from '@stratus/eventsourcing';
 import type { CommandData, SeatQuantity, SeatsAvailabilityEvent } from './contracts.js';
 import { ValidationError } from './errors.js';
 
@@ -20,8 +20,12 @@ export interface SeatsAvailabilityState {
    * more than was left: reservations then read it as 0.
    */
   readonly remaining: ReadonlyMap<string, number>;
-  /** What each pending reservation holds, by reservation id (types with a non-zero quantity). */
-  readonly pending: ReadonlyMap<string, readonly SeatQuantity[]>;
+  /**
+   * What each pending reservation holds, by reservation id (types with a non-zero quantity). Persistent: with the
+   * Journey's 15-minute window a busy conference holds thousands, and copying them all per event made every
+   * reservation slower than the last.
+   */
+  readonly pending: PersistentMap<readonly SeatQuantity[]>;
 }
 
 /** The seats left of each known seat type, in the order the types became known. */
@@ -34,7 +38,7 @@ export const seatsAvailabilityDecider: Decider<
   SeatsAvailabilityEvent,
   SeatsAvailabilityCommand
 > = {
-  initialState: () => ({ remaining: new Map(), pending: new Map() }),
+  initialState: () => ({ remaining: new Map(), pending: PersistentMap.empty() }),
 
   evolve(state, event) {
     switch (event.type) {
@@ -42,18 +46,19 @@ export const seatsAvailabilityDecider: Decider<
         return { ...state, remaining: withChanges(state.remaining, event.data.seats) };
       case 'SeatsReserved': {
         const { reservationId, reservationDetails, availableSeatsChanged } = event.data;
-        const pending = new Map(state.pending);
-        if (reservationDetails.length === 0) pending.delete(reservationId);
-        else pending.set(reservationId, reservationDetails);
+        const pending =
+          reservationDetails.length === 0
+            ? state.pending.delete(reservationId)
+            : state.pending.set(reservationId, reservationDetails);
         return { remaining: withChanges(state.remaining, availableSeatsChanged), pending };
       }
       case 'SeatsReservationCommitted':
         // The seats stay taken: committing only forgets the reservation.
-        return { ...state, pending: without(state.pending, event.data.reservationId) };
+        return { ...state, pending: state.pending.delete(event.data.reservationId) };
       case 'SeatsReservationCancelled':
         return {
           remaining: withChanges(state.remaining, event.data.availableSeatsChanged),
-          pending: without(state.pending, event.data.reservationId),
+          pending: state.pending.delete(event.data.reservationId),
         };
     }
   },
@@ -140,12 +145,6 @@ function withChanges(
   return next;
 }
 
-function without<V>(map: ReadonlyMap<string, V>, key: string): ReadonlyMap<string, V> {
-  const next = new Map(map);
-  next.delete(key);
-  return next;
-}
-
 interface SeatsAvailabilityJson {
   readonly remaining: readonly [string, number][];
   readonly pending: readonly [string, readonly SeatQuantity[]][];
@@ -162,6 +161,6 @@ export const seatsAvailabilitySnapshots: SnapshotOptions<SeatsAvailabilityState>
   }),
   fromJson(json) {
     const { remaining, pending } = json as SeatsAvailabilityJson;
-    return { remaining: new Map(remaining), pending: new Map(pending) };
+    return { remaining: new Map(remaining), pending: PersistentMap.from(pending) };
   },
 };

@@ -91,6 +91,30 @@ describe('SqliteEventStore', () => {
     database.close();
   });
 
+  it('on a database with group commit, an immediate append commits at once instead of with the turn', async () => {
+    const database = openSqlite(freshPath(), { groupCommit: true });
+    const store = new SqliteEventStore({ database });
+    const other = new SqliteEventStore({ path: database.path });
+    const event = (id: string) => ({ id, type: 'Placed', data: '{}', metadata: '{}', schemaVersion: 1 });
+    const append = (stream: string, immediate: boolean) =>
+      store.append({
+        streamName: stream,
+        expectedVersion: 'any',
+        events: [event(stream)],
+        now: T0,
+        immediate,
+      });
+    const grouped = append('order-1', false);
+    const immediate = append('order-2', true);
+    assert.equal(await other.streamVersion('order-2'), 1, 'committed before the turn ended');
+    assert.equal(await other.streamVersion('order-1'), 0, 'still waiting for the group');
+    await Promise.all([grouped, immediate]);
+    assert.equal(await other.streamVersion('order-1'), 1);
+    await other.close();
+    await store.close();
+    database.close();
+  });
+
   it("on a database with group commit, appends join the turn's commit even while another is pending", async () => {
     const database = openSqlite(freshPath(), { groupCommit: true });
     const store = new SqliteEventStore({ database });

@@ -184,8 +184,10 @@ export class SqliteEventStore implements EventStoreBackend {
     // an append wait for the previous group's commit before joining the next.
     const db = this.#db();
     const outcome =
-      db.inTransaction || db.groupCommit
-        ? ((await this.#appendBatch([request]))[0] as AppendResult | { refused: unknown })
+      db.inTransaction || db.groupCommit || request.immediate === true
+        ? ((await this.#appendBatch([request], request.immediate === true))[0] as
+            | AppendResult
+            | { refused: unknown })
         : await this.#appends.submit(request);
     if (!('refused' in outcome)) return outcome;
     const { streamName, expectedVersion, events } = request;
@@ -199,24 +201,30 @@ export class SqliteEventStore implements EventStoreBackend {
     throw error;
   }
 
-  #appendBatch(requests: AppendRequest[]): Promise<(AppendResult | { refused: unknown })[]> {
+  #appendBatch(
+    requests: AppendRequest[],
+    immediate = false,
+  ): Promise<(AppendResult | { refused: unknown })[]> {
     const db = this.#db();
-    return db.transactionAsync(() => {
-      const rows: EventRow[] = [];
-      const outcomes = requests.map((request) => {
-        try {
-          return db.transaction(() => this.#appendNow(db, request, rows));
-        } catch (error) {
-          if (error instanceof AppendRefused || isUniqueViolation(error)) return { refused: error };
-          throw error;
-        }
-      });
-      db.afterCommit(() => {
-        this.#recent.add(rows);
-        this.#hub.notify(ALL);
-      });
-      return outcomes;
-    });
+    return db.transactionAsync(
+      () => {
+        const rows: EventRow[] = [];
+        const outcomes = requests.map((request) => {
+          try {
+            return db.transaction(() => this.#appendNow(db, request, rows));
+          } catch (error) {
+            if (error instanceof AppendRefused || isUniqueViolation(error)) return { refused: error };
+            throw error;
+          }
+        });
+        db.afterCommit(() => {
+          this.#recent.add(rows);
+          this.#hub.notify(ALL);
+        });
+        return outcomes;
+      },
+      { immediate },
+    );
   }
 
   /** Appends one request (in the caller's savepoint), adding what it wrote to `rows` once it cannot fail. */

@@ -266,6 +266,24 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       }
     });
 
+    it('with groupCommit, commits an immediate transactionAsync at once, alone, without waiting for the turn', async () => {
+      const path = freshPath();
+      const db = openSqlite(path, { driver, checkpoint: 'inline', groupCommit: true });
+      const other = openSqlite(path, { driver, checkpoint: 'inline' });
+      try {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const insert = (v: string) => db.prepare('INSERT INTO t (v) VALUES (?)').run(v);
+        const grouped = db.transactionAsync(() => insert('grouped'));
+        const immediate = db.transactionAsync(() => insert('immediate'), { immediate: true });
+        assert.equal(count(other), 1, 'the immediate one committed before the turn ended');
+        await Promise.all([grouped, immediate]);
+        assert.equal(count(other), 2);
+      } finally {
+        db.close();
+        other.close();
+      }
+    });
+
     it('with groupCommit, waits for another connection’s write lock, then commits the group or gives up', async () => {
       const path = freshPath();
       const holder = openSqlite(path, { driver, checkpoint: 'inline' });

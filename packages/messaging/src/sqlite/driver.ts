@@ -56,9 +56,9 @@ export interface SqliteDatabase {
    * each turn of the event loop for 2 ms, then every millisecond, up to `busyTimeoutMs`, then rejects with the
    * driver's SQLITE_BUSY error. Polling often also keeps a busy writer in another process from starving this one.
    * Inside an open transaction it joins it. With `groupCommit` it waits for the end of the event loop's turn
-   * instead (see OpenSqliteOptions).
+   * instead (see OpenSqliteOptions), unless `immediate`: then it commits alone, at once when the lock is free.
    */
-  transactionAsync<T>(fn: () => T): Promise<T>;
+  transactionAsync<T>(fn: () => T, options?: TransactionAsyncOptions): Promise<T>;
   /** How long a write waits for another connection's lock (the connection's `PRAGMA busy_timeout`). */
   readonly busyTimeoutMs: number;
   /** Whether `transactionAsync` calls of one turn commit together (OpenSqliteOptions.groupCommit). */
@@ -293,6 +293,14 @@ export function isMemoryPath(path: string): boolean {
   );
 }
 
+export interface TransactionAsyncOptions {
+  /**
+   * Commit alone and at once (when the lock is free) rather than with the turn's group: for a writer whose next
+   * step waits for this commit, a commit of its own costs less than waiting for the end of a busy turn.
+   */
+  readonly immediate?: boolean;
+}
+
 /** How long a writer that found the write lock taken retries at every turn of the event loop (#lockMayBeFree). */
 const EAGER_RETRY_MS = 2;
 
@@ -389,8 +397,8 @@ abstract class BaseSqlite implements SqliteDatabase {
     }
   }
 
-  async transactionAsync<T>(fn: () => T): Promise<T> {
-    if (!this.groupCommit) return this.#transactionAlone(fn);
+  async transactionAsync<T>(fn: () => T, options?: TransactionAsyncOptions): Promise<T> {
+    if (!this.groupCommit || options?.immediate === true) return this.#transactionAlone(fn);
     if (this.#depth > 0 || this.inTransaction) return this.transaction(fn);
     return new Promise<T>((resolve, reject) => {
       this.#queued.push({
