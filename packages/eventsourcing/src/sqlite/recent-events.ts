@@ -59,6 +59,8 @@ export class RecentEvents {
   #slots: Slot[] = [];
   /** Position of slots[0]. */
   #first = 0;
+  /** Whether anyone reads through the tail: a connection that only appends keeps no gaps filled. */
+  #followed = false;
 
   private constructor(database: SqliteDatabase) {
     this.#database = database;
@@ -78,13 +80,13 @@ export class RecentEvents {
   /**
    * Adds rows this connection just committed, in position order. Rows between the tail and them were committed by
    * other connections before this commit began (positions are taken under the write lock), so they are read to
-   * close the gap. An append that joined a transaction begun outside SqliteDatabase is not known to be committed
+   * close the gap, once readers follow the tail. An append that joined a transaction begun outside SqliteDatabase is not known to be committed
    * (its end is out of sight) and is left to the table.
    */
   add(rows: readonly EventRow[]): void {
     if (rows.length === 0 || this.#database.inTransaction) return;
     const position = (rows[0] as EventRow).position;
-    if (!this.#extendTo(position - 1)) {
+    if (!this.#followed || !this.#extendTo(position - 1)) {
       this.#slots = [];
       this.#first = position;
     }
@@ -96,6 +98,7 @@ export class RecentEvents {
    * extended by what other connections committed since, is the table's end); undefined when the table must be read.
    */
   read(after: number, maxCount: number): RecordedEvent[] | undefined {
+    this.#followed = true;
     if (this.#slots.length === 0 || after + 1 < this.#first) return undefined;
     const head = this.#database
       .prepare('SELECT max(position) AS head FROM es_events')
