@@ -62,7 +62,8 @@ describe('PersistentMap', () => {
         const { versions } = apply(ops);
         const before = versions.map((version) => sorted(version));
         // Replaying every prefix gives the same contents as the versions kept along the way.
-        ops.forEach((_, i) => assert.deepEqual(sorted(apply(ops.slice(0, i + 1)).persistent), before[i + 1]));
+        for (let i = 0; i < ops.length; i++)
+          assert.deepEqual(sorted(apply(ops.slice(0, i + 1)).persistent), before[i + 1]);
         assert.deepEqual(
           versions.map((version) => sorted(version)),
           before,

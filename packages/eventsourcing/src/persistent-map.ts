@@ -36,7 +36,8 @@ export class PersistentMap<V> {
     let size = 0;
     for (const [key, value] of entries) {
       const i = bucketOf(key);
-      const bucket = (buckets[i] ??= new Map());
+      const bucket = buckets[i] ?? new Map<string, V>();
+      buckets[i] = bucket;
       if (!bucket.has(key)) size++;
       bucket.set(key, value);
     }

@@ -4,18 +4,17 @@
  * ready, each view change once committed, its readiness when that changes and its stats when asked.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ConferenceConfig } from './config.js';
 import { startConferenceSystem } from './system.js';
-import type { FromBackground, ToBackground } from './threaded-system.js';
+import type { BackgroundData, FromBackground, ToBackground } from './threaded-system.js';
 
 const port = parentPort;
 if (port === null) throw new Error('background-thread.ts runs as a worker thread (see startSystem)');
 const tell = (message: FromBackground) => port.postMessage(message);
 
-const config = workerData as ConferenceConfig;
+const { config, threadLock } = workerData as BackgroundData;
 const system = await startConferenceSystem(
   { ...config, role: 'worker' },
-  { onViewChange: (keys) => tell({ type: 'changed', keys }) },
+  { onViewChange: (keys) => tell({ type: 'changed', keys }), sqliteThreadLock: threadLock },
 );
 let ready = system.ready();
 tell({ type: 'ready', ready });

@@ -60,16 +60,30 @@ function runnerOptions(config: ConferenceConfig) {
   return { pollIntervalMs: 500, leaseMs: config.leaseMs, appendDelayMs: APPEND_DELAY_MS };
 }
 
-export async function openInfrastructure(config: ConferenceConfig, clock: Clock): Promise<Infrastructure> {
-  return config.databaseUrl === undefined ? openEmbedded(config, clock) : openDistributed(config, clock);
+/**
+ * `threadLock`: shared by the threads of this process that open the embedded database (OpenSqliteOptions.threadLock).
+ */
+export async function openInfrastructure(
+  config: ConferenceConfig,
+  clock: Clock,
+  threadLock?: SharedArrayBuffer,
+): Promise<Infrastructure> {
+  return config.databaseUrl === undefined
+    ? openEmbedded(config, clock, threadLock)
+    : openDistributed(config, clock);
 }
 
-function openEmbedded(config: ConferenceConfig, clock: Clock): Infrastructure {
+function openEmbedded(
+  config: ConferenceConfig,
+  clock: Clock,
+  threadLock: SharedArrayBuffer | undefined,
+): Infrastructure {
   mkdirSync(config.dataDir, { recursive: true });
   const path = join(config.dataDir, 'conference.db');
   // Group commit: the many small writes of one event-loop turn (appends, queue sends and completions, view
   // updates) share one commit.
-  const database = openSqlite(path, { synchronous: 'NORMAL', groupCommit: true });
+  // The web and background threads wake each other when their write transactions end, rather than polling.
+  const database = openSqlite(path, { synchronous: 'NORMAL', groupCommit: true, threadLock });
   const store = new EventStore({ backend: new SqliteEventStore({ database }), clock });
   const messaging = new Messaging({ backend: new SqliteMessageBackend({ database }), clock });
   const target = new SqliteProjectionTarget({ database });

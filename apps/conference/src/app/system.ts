@@ -94,6 +94,8 @@ export interface StartOptions {
   readonly onViewChange?: (keys: readonly DocumentKey[]) => void;
   /** The stats of background parts running in another thread of this process, for a web part's metrics. */
   readonly backgroundStats?: () => Promise<BackgroundStats>;
+  /** Shared with the other threads of this process that open the embedded database (sqliteThreadLock()). */
+  readonly sqliteThreadLock?: SharedArrayBuffer;
 }
 
 /**
@@ -106,7 +108,7 @@ export async function startConferenceSystem(
   options: StartOptions = {},
 ): Promise<ConferenceSystem> {
   const clock = options.clock ?? systemClock;
-  const infrastructure = await openInfrastructure(config, clock);
+  const infrastructure = await openInfrastructure(config, clock, options.sqliteThreadLock);
   const { store, messaging } = infrastructure;
   // Consumers renew a lock while its handler runs, so a short one only bounds how long a dead worker holds work.
   const queueOptions = { lockDurationMs: config.leaseMs, maxDeliveryCount: 5 };

@@ -9,6 +9,7 @@
 import type { Worker } from 'node:worker_threads';
 import { startWorkerThread } from '@stratus/core';
 import type { DocumentKey } from '@stratus/eventsourcing';
+import { sqliteThreadLock } from '@stratus/messaging';
 import type { ConferenceConfig } from './config.js';
 import { type BackgroundStats, type ConferenceSystem, startConferenceSystem } from './system.js';
 
@@ -20,6 +21,12 @@ export type FromBackground =
 
 /** What the main thread asks of the background thread. */
 export type ToBackground = { readonly type: 'stats'; readonly id: number } | { readonly type: 'stop' };
+
+/** What the background thread starts from (its workerData). */
+export interface BackgroundData {
+  readonly config: ConferenceConfig;
+  readonly threadLock: SharedArrayBuffer;
+}
 
 /** Where the system reports a background thread that died (a pino logger will do). */
 export interface ThreadLog {
@@ -46,9 +53,10 @@ export async function startSystem(
 ): Promise<ConferenceSystem> {
   if (!config.backgroundThread || config.role !== 'all' || config.databaseUrl !== undefined)
     return startConferenceSystem(config);
+  const threadLock = sqliteThreadLock();
   const background = new BackgroundThread(
     new URL('./background-thread.ts', import.meta.url),
-    config,
+    { config, threadLock } satisfies BackgroundData,
     options.log,
   );
   // The web part first: it creates the schema, so the thread does not race it there.
@@ -57,6 +65,7 @@ export async function startSystem(
     {
       viewChanges: (listener) => background.onChange(listener),
       backgroundStats: () => background.stats(),
+      sqliteThreadLock: threadLock,
     },
   );
   try {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { InvalidOptionsError } from '@stratus/core';
+import { InvalidOptionsError, startWorkerThread } from '@stratus/core';
 import { waitUntil } from '@stratus/testkit';
 import {
   openSqlite,
@@ -11,6 +11,7 @@ import {
   SqliteDriverError,
   type SqliteDriverName,
   sqliteDriverAvailable,
+  sqliteThreadLock,
   wrapSqlite,
 } from './driver.js';
 import { migrateSqlite, schemaVersion } from './migrations.js';
@@ -29,6 +30,18 @@ function withDatabase(driver: SqliteDriverName, run: (db: SqliteDatabase) => voi
       db.close();
     }
   };
+}
+
+/** Counts the runs of one statement on a connection from now on. */
+function countRuns(db: SqliteDatabase, sql: string): { count: number } {
+  const counter = { count: 0 };
+  const statement = db.prepare(sql);
+  const run = statement.run.bind(statement);
+  statement.run = (...parameters) => {
+    counter.count++;
+    return run(...parameters);
+  };
+  return counter;
 }
 
 const count = (db: SqliteDatabase) => db.prepare('SELECT count(*) AS n FROM t').get<{ n: number }>()?.n;
@@ -284,6 +297,80 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       }
     });
 
+    it('with a thread lock, waits for another thread’s transaction to end instead of asking SQLite again and again', async () => {
+      const threadLock = sqliteThreadLock();
+      const word = new Int32Array(threadLock);
+      const db = openSqlite(freshPath(), { driver, checkpoint: 'inline', groupCommit: true, threadLock });
+      try {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const begins = countRuns(db, 'BEGIN IMMEDIATE');
+        // Another thread of the process writes (as its driver marks it between BEGIN IMMEDIATE and the end).
+        Atomics.store(word, 0, 1);
+        let heldInside = -1;
+        const write = db.transactionAsync(() => {
+          heldInside = Atomics.load(word, 0);
+          return db.prepare('INSERT INTO t (v) VALUES (?)').run('a');
+        });
+        for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(begins.count, 0, 'SQLite is not asked while the other thread writes');
+        Atomics.store(word, 0, 0);
+        Atomics.notify(word, 0);
+        await write;
+        assert.equal(begins.count, 1);
+        assert.equal(heldInside, 1, 'marked while its own transaction is open');
+        assert.equal(Atomics.load(word, 0), 0, 'cleared when it ended');
+        // A mark nobody clears (a thread that died writing) holds a writer up for a moment only.
+        Atomics.store(word, 0, 1);
+        await db.transactionAsync(() => db.prepare('INSERT INTO t (v) VALUES (?)').run('b'));
+        assert.equal(count(db), 2);
+        assert.equal(Atomics.load(word, 0), 0);
+      } finally {
+        db.close();
+      }
+    });
+
+    it('with a thread lock, two threads writing one file at once lose no write', async () => {
+      const path = freshPath();
+      const threadLock = sqliteThreadLock();
+      const db = openSqlite(path, { driver, checkpoint: 'inline', groupCommit: true, threadLock });
+      try {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const begins = countRuns(db, 'BEGIN IMMEDIATE');
+        const commits = countRuns(db, 'COMMIT');
+        // Long transactions on both sides: a writer waiting by polling would ask many times per commit.
+        const transactions = 200;
+        const rows = 200;
+        const thread = startWorkerThread(new URL('./fixtures/sqlite-writer-thread.ts', import.meta.url), {
+          workerData: { path, threadLock, transactions, rows },
+        });
+        const said = (type: string) =>
+          new Promise<void>((resolve, reject) => {
+            const listener = (message: { type: string }) => {
+              if (message.type !== type) return;
+              thread.off('message', listener);
+              resolve();
+            };
+            thread.on('message', listener);
+            thread.once('error', reject);
+          });
+        await said('ready');
+        const done = said('done');
+        thread.postMessage('go');
+        for (let i = 0; i < transactions; i++)
+          await db.transactionAsync(() => {
+            for (let row = 0; row < rows; row++)
+              db.prepare('INSERT INTO t (v) VALUES (?)').run(`main-${i}-${row}`);
+          });
+        await done;
+        await thread.terminate();
+        assert.equal(count(db), 2 * transactions * rows);
+        // Each write asked SQLite about once (polling instead asked 2–3 times per commit here).
+        assert.ok(begins.count < 1.5 * commits.count, `${begins.count} BEGINs for ${commits.count} commits`);
+      } finally {
+        db.close();
+      }
+    });
+
     it('with groupCommit, waits for another connection’s write lock, then commits the group or gives up', async () => {
       const path = freshPath();
       const holder = openSqlite(path, { driver, checkpoint: 'inline' });
@@ -425,6 +512,10 @@ describe('openSqlite', () => {
     assert.throws(() => openSqlite(freshPath(), { checkpoint: 'never' as 'inline' }), InvalidOptionsError);
     assert.throws(
       () => openSqlite(freshPath(), { groupCommit: 'yes' as unknown as boolean }),
+      InvalidOptionsError,
+    );
+    assert.throws(
+      () => openSqlite(freshPath(), { threadLock: new ArrayBuffer(4) as unknown as SharedArrayBuffer }),
       InvalidOptionsError,
     );
   });

@@ -106,6 +106,22 @@ export interface OpenSqliteOptions {
    * their fsyncs. 'inline': SQLite's default, the commit that crosses 1000 WAL pages does it.
    */
   checkpoint?: 'background' | 'inline';
+  /**
+   * A lock shared by the threads of this process that open this file (sqliteThreadLock(), handed to each thread):
+   * a writer that finds another thread writing waits to be woken when that thread's transaction ends, instead of
+   * polling the file's write lock at every turn of its event loop. SQLite's lock still decides; this only says
+   * when to ask it. Default none.
+   */
+  threadLock?: SharedArrayBuffer | undefined;
+}
+
+type CheckedOptions = Required<Omit<OpenSqliteOptions, 'threadLock'>> & {
+  readonly threadLock: SharedArrayBuffer | undefined;
+};
+
+/** A lock word for OpenSqliteOptions.threadLock: create it once and pass it to every thread opening the file. */
+export function sqliteThreadLock(): SharedArrayBuffer {
+  return new SharedArrayBuffer(4);
 }
 
 /** The driver asked for cannot be loaded here, or the handle given is not one this module knows. */
@@ -188,7 +204,7 @@ function chooseDriver(requested: 'auto' | SqliteDriverName): SqliteDriverName {
   return 'better-sqlite3';
 }
 
-function checkOptions(options: OpenSqliteOptions): Required<OpenSqliteOptions> {
+function checkOptions(options: OpenSqliteOptions): CheckedOptions {
   assertObject('options', options as unknown);
   const {
     driver = 'auto',
@@ -197,6 +213,7 @@ function checkOptions(options: OpenSqliteOptions): Required<OpenSqliteOptions> {
     foreignKeys = true,
     checkpoint = 'background',
     groupCommit = false,
+    threadLock,
   } = options;
   assertOneOf('driver', driver, ['auto', 'better-sqlite3', 'node:sqlite']);
   assertOneOf('checkpoint', checkpoint, ['background', 'inline']);
@@ -204,7 +221,9 @@ function checkOptions(options: OpenSqliteOptions): Required<OpenSqliteOptions> {
   assertInteger('busyTimeoutMs', busyTimeoutMs, 0, 2 ** 31 - 1);
   if (typeof foreignKeys !== 'boolean') throw new InvalidOptionsError('foreignKeys', 'expected a boolean');
   if (typeof groupCommit !== 'boolean') throw new InvalidOptionsError('groupCommit', 'expected a boolean');
-  return { driver, synchronous, busyTimeoutMs, foreignKeys, checkpoint, groupCommit };
+  if (threadLock !== undefined && !(threadLock instanceof SharedArrayBuffer && threadLock.byteLength >= 4))
+    throw new InvalidOptionsError('threadLock', 'expected the SharedArrayBuffer of sqliteThreadLock()');
+  return { driver, synchronous, busyTimeoutMs, foreignKeys, checkpoint, groupCommit, threadLock };
 }
 
 /**
@@ -264,11 +283,12 @@ function nodeSqlitePath(handle: unknown): string {
   return typeof location === 'function' ? (location.call(handle) ?? ':memory:') : ':memory:';
 }
 
-function configure(database: BaseSqlite, options: Required<OpenSqliteOptions>): void {
+function configure(database: BaseSqlite, options: CheckedOptions): void {
   // The busy timeout first: switching a fresh file to WAL takes a lock that a second process may be holding.
   database.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs}`);
   database.busyTimeoutMs = options.busyTimeoutMs;
   database.groupCommit = options.groupCommit;
+  if (options.threadLock !== undefined) database.shareThreadLock(options.threadLock);
   // Switching a fresh file to WAL can fail with SQLITE_BUSY at once, without SQLite's busy wait, while another
   // process opens it too: retry for as long as the busy timeout allows.
   const deadline = performance.now() + options.busyTimeoutMs;
@@ -301,6 +321,22 @@ export interface TransactionAsyncOptions {
   readonly immediate?: boolean;
 }
 
+/** Longest wait for another thread's transaction to end before asking SQLite anyway (it may have died holding it). */
+const THREAD_WAIT_MS = 50;
+
+/** Atomics.waitAsync (Node 16+; not in the ES2023 library types). */
+interface AtomicsWaitAsync {
+  waitAsync(
+    array: Int32Array,
+    index: number,
+    value: number,
+    timeoutMs: number,
+  ): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
+}
+
+/** #tryBegin's answer when another thread of this process writes. */
+const THREAD_BUSY = Symbol('another thread writes');
+
 /** How long a writer that found the write lock taken retries at every turn of the event loop (#lockMayBeFree). */
 const EAGER_RETRY_MS = 2;
 
@@ -322,6 +358,14 @@ abstract class BaseSqlite implements SqliteDatabase {
   #flushScheduled = false;
   /** When the group's flush first found the write lock taken, while it still does. */
   #busySince: number | undefined;
+  /** OpenSqliteOptions.threadLock: 1 while a thread of this process has a write transaction open, else 0. */
+  #threadLock: Int32Array | undefined;
+  /** Whether this connection set the thread lock (it clears it when its transaction ends). */
+  #holdsThreadLock = false;
+  /** Whether the last attempt to begin found another thread writing (see #tryBegin). */
+  #otherThreadWrites = false;
+  /** Whether the last wait for another thread's transaction timed out: its lock may be stale, ask SQLite. */
+  #threadWaitTimedOut = false;
 
   constructor(path: string) {
     this.path = path;
@@ -335,9 +379,27 @@ abstract class BaseSqlite implements SqliteDatabase {
    * After that, every millisecond, as for other processes.
    */
   #lockMayBeFree(waitedMs: number): Promise<void> {
+    const lock = this.#threadLock;
+    if (lock !== undefined && this.#otherThreadWrites) {
+      // Woken when that thread's transaction ends; the timeout covers a thread that died holding it.
+      const wait = (Atomics as unknown as AtomicsWaitAsync).waitAsync(lock, 0, 1, THREAD_WAIT_MS);
+      if (wait.async) {
+        // A pending waitAsync does not keep the event loop alive; this timer does, until the wait ends.
+        const alive = setTimeout(() => {}, THREAD_WAIT_MS + 1);
+        return wait.value.then((outcome) => {
+          clearTimeout(alive);
+          this.#threadWaitTimedOut = outcome === 'timed-out';
+        });
+      }
+    }
     return new Promise((resolve) =>
       waitedMs < EAGER_RETRY_MS ? setImmediate(resolve) : setTimeout(resolve, 1),
     );
+  }
+
+  /** @internal Set by openSqlite (OpenSqliteOptions.threadLock). */
+  shareThreadLock(buffer: SharedArrayBuffer): void {
+    this.#threadLock = new Int32Array(buffer, 0, 1);
   }
 
   protected abstract compile(sql: string): SqliteStatement;
@@ -420,10 +482,11 @@ abstract class BaseSqlite implements SqliteDatabase {
     for (;;) {
       // Checked on every attempt: a transaction may have been opened while this one waited.
       if (this.#depth > 0 || this.inTransaction) return this.transaction(fn);
-      const busy = this.#tryBegin();
+      const busy = this.#tryBegin(deadline);
       if (busy === undefined) return this.#run(fn);
       const now = performance.now();
-      if (now >= deadline) throw busy;
+      // Past the deadline, the next attempt asks SQLite, whose error is the one to throw.
+      if (now >= deadline && busy !== THREAD_BUSY) throw busy;
       await this.#lockMayBeFree(now - started);
     }
   }
@@ -441,13 +504,17 @@ abstract class BaseSqlite implements SqliteDatabase {
         for (const entry of this.#queued.splice(0)) settle(entry, () => this.transaction(entry.fn));
         return;
       }
-      const busy = this.#tryBegin();
+      // The queue is in arrival order: its first entry has the earliest deadline.
+      const busy = this.#tryBegin((this.#queued[0] as QueuedTransaction).deadline);
       if (busy !== undefined) {
         const now = performance.now();
         this.#busySince ??= now;
-        const expired = this.#queued.filter((entry) => entry.deadline <= now);
-        this.#queued = this.#queued.filter((entry) => entry.deadline > now);
-        for (const entry of expired) entry.reject(busy);
+        // Only SQLite's own busy error expires entries (past a deadline, the next attempt asks SQLite).
+        if (busy !== THREAD_BUSY) {
+          const expired = this.#queued.filter((entry) => entry.deadline <= now);
+          this.#queued = this.#queued.filter((entry) => entry.deadline > now);
+          for (const entry of expired) entry.reject(busy);
+        }
         if (this.#queued.length > 0 && !this.#flushScheduled) {
           this.#flushScheduled = true;
           void this.#lockMayBeFree(now - this.#busySince).then(() => this.#flush());
@@ -482,13 +549,17 @@ abstract class BaseSqlite implements SqliteDatabase {
       }
     }
     this.#depth--;
-    if (failure === undefined) {
-      try {
-        this.prepare('COMMIT').run();
-      } catch (error) {
-        failure = { error };
-        if (this.inTransaction) this.prepare('ROLLBACK').run();
+    try {
+      if (failure === undefined) {
+        try {
+          this.prepare('COMMIT').run();
+        } catch (error) {
+          failure = { error };
+          if (this.inTransaction) this.prepare('ROLLBACK').run();
+        }
       }
+    } finally {
+      this.#releaseThreadLock();
     }
     if (failure !== undefined) {
       this.#afterCommit = [];
@@ -503,11 +574,24 @@ abstract class BaseSqlite implements SqliteDatabase {
     this.#runAfterCommit();
   }
 
-  /** BEGIN IMMEDIATE without SQLite's busy wait; the SQLITE_BUSY error when another connection writes. */
-  #tryBegin(): unknown {
+  /**
+   * BEGIN IMMEDIATE without SQLite's busy wait; the SQLITE_BUSY error when another connection writes. With a thread
+   * lock, another thread of this process writing is known without asking SQLite: THREAD_BUSY, unless the last wait
+   * for it timed out (the lock may be stale) or `deadline` passed (the caller wants SQLite's own answer).
+   */
+  #tryBegin(deadline = Number.POSITIVE_INFINITY): unknown {
+    const lock = this.#threadLock;
+    const stale = this.#threadWaitTimedOut;
+    this.#threadWaitTimedOut = false;
+    this.#otherThreadWrites = false;
+    if (lock !== undefined && Atomics.load(lock, 0) !== 0 && !stale && performance.now() < deadline) {
+      this.#otherThreadWrites = true;
+      return THREAD_BUSY;
+    }
     this.prepare('PRAGMA busy_timeout = 0').run();
     try {
       this.prepare('BEGIN IMMEDIATE').run();
+      this.#holdThreadLock();
       return undefined;
     } catch (error) {
       if (isBusy(error)) return error;
@@ -519,7 +603,23 @@ abstract class BaseSqlite implements SqliteDatabase {
 
   #outermost<T>(fn: () => T): T {
     this.prepare('BEGIN IMMEDIATE').run();
+    this.#holdThreadLock();
     return this.#run(fn);
+  }
+
+  #holdThreadLock(): void {
+    if (this.#threadLock === undefined) return;
+    Atomics.store(this.#threadLock, 0, 1);
+    this.#holdsThreadLock = true;
+  }
+
+  /** The write transaction ended (committed or rolled back): threads waiting to write may try now. */
+  #releaseThreadLock(): void {
+    if (!this.#holdsThreadLock) return;
+    this.#holdsThreadLock = false;
+    const lock = this.#threadLock as Int32Array;
+    Atomics.store(lock, 0, 0);
+    Atomics.notify(lock, 0);
   }
 
   /** The rest of an outermost transaction, once BEGIN IMMEDIATE succeeded. */
@@ -533,9 +633,14 @@ abstract class BaseSqlite implements SqliteDatabase {
       this.#depth--;
       this.#afterCommit = [];
       // SQLite may already have rolled back on its own (e.g. SQLITE_FULL); ROLLBACK would then fail.
-      if (this.inTransaction) this.prepare('ROLLBACK').run();
+      try {
+        if (this.inTransaction) this.prepare('ROLLBACK').run();
+      } finally {
+        this.#releaseThreadLock();
+      }
       throw error;
     }
+    this.#releaseThreadLock();
     this.#depth--;
     this.#runAfterCommit();
     return result;
