@@ -24,6 +24,7 @@ import {
 import {
   type MessageBackend,
   Messaging,
+  NotificationListener,
   openSqlite,
   PostgresMessageBackend,
   RedisMessageBackend,
@@ -47,6 +48,11 @@ export interface Infrastructure {
     view: DocumentProjectionDefinition,
     onChange: (keys: readonly DocumentKey[]) => void,
   ): ProjectionRunner<unknown>;
+  /**
+   * Where a process without view runners hears the documents the runners of other processes change ('all' when
+   * some may have gone unheard); undefined where nothing tells (the embedded default runs its views in process).
+   */
+  readonly viewChanges?: (listener: (keys: readonly DocumentKey[] | 'all') => void) => void;
   close(): Promise<void>;
 }
 
@@ -55,6 +61,9 @@ export interface Infrastructure {
  * milliseconds turns one read and one commit per event into one per burst.
  */
 export const APPEND_DELAY_MS = 10;
+
+/** A view-change notification that names no documents: any may have changed. */
+const ALL = '*';
 
 function runnerOptions(config: ConferenceConfig) {
   return { pollIntervalMs: 500, leaseMs: config.leaseMs, appendDelayMs: APPEND_DELAY_MS };
@@ -120,6 +129,14 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
       : new RedisMessageBackend({ url: config.redisUrl, keyPrefix: config.redisPrefix });
   const messaging = new Messaging({ backend: queues, clock });
   const target = new PostgresProjectionTarget({ pool, schema });
+  // Web processes hear view changes over LISTEN/NOTIFY instead of polling the documents each request waits for.
+  const channel = `${schema}_view_changes`;
+  const listener = new NotificationListener(() => pool.connect(), channel);
+  const announce = (keys: readonly DocumentKey[]) => {
+    const payload = JSON.stringify(keys);
+    // NOTIFY payloads stop short of 8000 bytes: a larger batch says "anything".
+    pool.query('SELECT pg_notify($1, $2)', [channel, payload.length < 7900 ? payload : ALL]).catch(() => {});
+  };
   return {
     description: `PostgreSQL schema "${schema}"${config.redisUrl === undefined ? '' : ', queues on Redis'}`,
     store,
@@ -130,10 +147,22 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
       new ProjectionRunner(
         store,
         target,
-        postgresDocumentProjection(view, { schema, onChange }),
+        postgresDocumentProjection(view, {
+          schema,
+          onChange: (keys) => {
+            onChange(keys);
+            announce(keys);
+          },
+        }),
         runnerOptions(config),
       ) as ProjectionRunner<unknown>,
+    viewChanges(hear) {
+      listener.watchAll((payload) =>
+        hear(payload === undefined || payload === ALL ? 'all' : (JSON.parse(payload) as DocumentKey[])),
+      );
+    },
     async close() {
+      await listener.close();
       await messaging.close();
       await store.close();
       await pool.end();

@@ -117,13 +117,15 @@ export async function startConferenceSystem(
   await messaging.createQueue(TIMEOUT_QUEUE, queueOptions);
   const views = [conferenceView, orderView];
   const runsWorker = config.role !== 'web';
-  // Without view runners in this process, nothing reports changes: poll the views briskly instead. Embedded, the
+  // Without view runners in this process or word from them, poll the views briskly instead. Embedded, the
   // runners report each change once committed, so documents are cached until they change.
-  const hearsChanges = runsWorker || options.viewChanges !== undefined;
+  const viewChanges =
+    options.viewChanges ?? (config.role === 'worker' ? undefined : infrastructure.viewChanges);
+  const hearsChanges = runsWorker || viewChanges !== undefined;
   const waits = new DocumentWaits(clock, hearsChanges ? 250 : 25, {
     cacheDocuments: hearsChanges && config.databaseUrl === undefined,
   });
-  options.viewChanges?.((keys) => (keys === 'all' ? waits.changedAll() : waits.changed(keys)));
+  viewChanges?.((keys) => (keys === 'all' ? waits.changedAll() : waits.changed(keys)));
   const queries = documentQueries(
     waits.track(infrastructure.reader(conferenceView)),
     waits.track(infrastructure.reader(orderView)),

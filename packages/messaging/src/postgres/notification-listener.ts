@@ -13,6 +13,7 @@ export class NotificationListener {
   readonly #connect: () => Promise<PoolClient>;
   readonly #channel: string;
   readonly #watchers = new Map<string, Set<() => void>>();
+  readonly #payloadWatchers = new Set<(payload: string | undefined) => void>();
   #client: PoolClient | undefined;
   /** Removes our handlers from a client we hold or are opening. */
   readonly #detach = new Map<PoolClient, () => void>();
@@ -47,6 +48,19 @@ export class NotificationListener {
     };
   }
 
+  /**
+   * Hears every notification on the channel with its payload, and `undefined` each time LISTEN takes effect (what
+   * was sent while nobody listened is gone: assume anything changed).
+   */
+  watchAll(listener: (payload: string | undefined) => void): () => void {
+    const entry = (payload: string | undefined) => listener(payload);
+    this.#payloadWatchers.add(entry);
+    this.#ensureListening();
+    return () => {
+      this.#payloadWatchers.delete(entry);
+    };
+  }
+
   /** Resolves when the LISTEN being opened (if any) is in effect or has failed (then a retry is scheduled). */
   async opened(): Promise<void> {
     await this.#opening;
@@ -55,6 +69,7 @@ export class NotificationListener {
   async close(): Promise<void> {
     this.#closed = true;
     this.#watchers.clear();
+    this.#payloadWatchers.clear();
     clearTimeout(this.#retryTimer);
     await this.#opening;
     this.#drop(this.#client);
@@ -100,6 +115,7 @@ export class NotificationListener {
     if (message.channel !== this.#channel || message.payload === undefined) return;
     const listeners = this.#watchers.get(message.payload);
     if (listeners) for (const listener of listeners) listener();
+    for (const listener of this.#payloadWatchers) listener(message.payload);
   };
 
   #lost(client: PoolClient): void {
@@ -133,5 +149,6 @@ export class NotificationListener {
 
   #wakeAll(): void {
     for (const listeners of this.#watchers.values()) for (const listener of listeners) listener();
+    for (const listener of this.#payloadWatchers) listener(undefined);
   }
 }

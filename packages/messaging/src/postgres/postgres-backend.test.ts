@@ -6,6 +6,7 @@ import type { OutgoingMessage, QueueSettings } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
+import { NotificationListener } from './notification-listener.js';
 import { type PostgresMessageBackend, postgresMessageBackend } from './postgres-backend.js';
 import { topicPatternRegex } from './topic-regex.js';
 
@@ -48,6 +49,27 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       for (const backend of backends) await backend.close();
       for (const pool of pools) await pool.end();
       await admin.end();
+    });
+
+    it('hears every notification of a channel with its payload, and a wake-up without one when LISTEN starts', async () => {
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      pool.on('error', () => {});
+      pools.push(pool);
+      const listener = new NotificationListener(() => pool.connect(), 'stratus_test_payloads');
+      const heard: (string | undefined)[] = [];
+      const stop = listener.watchAll((payload) => heard.push(payload));
+      await listener.opened();
+      assert.deepEqual(heard, [undefined], 'woken once LISTEN took effect');
+      await admin.query("SELECT pg_notify('stratus_test_payloads', $1)", ['{"a":1}']);
+      await admin.query("SELECT pg_notify('stratus_test_other', 'no')");
+      await admin.query("SELECT pg_notify('stratus_test_payloads', 'b')");
+      await waitUntil(() => heard.length === 3, 'both notifications heard');
+      assert.deepEqual(heard, [undefined, '{"a":1}', 'b']);
+      stop();
+      await admin.query("SELECT pg_notify('stratus_test_payloads', 'c')");
+      await admin.query("SELECT pg_notify('stratus_test_payloads', 'd')");
+      await listener.close();
+      assert.equal(heard.length, 3, 'nothing after stop');
     });
 
     it('validates its options', () => {
