@@ -42,17 +42,15 @@ export interface Infrastructure {
   reader(view: DocumentProjectionDefinition): DocumentReader;
   /**
    * A runner keeping `view` up to date (single-active across processes through the view's lease); `onChange` hears
-   * which documents each batch writes.
+   * which documents each batch writes, and 'all' when the view's version starts serving reads (documents read
+   * before that came from no version at all).
    */
-  runner(
-    view: DocumentProjectionDefinition,
-    onChange: (keys: readonly DocumentKey[]) => void,
-  ): ProjectionRunner<unknown>;
+  runner(view: DocumentProjectionDefinition, onChange: (keys: ViewChange) => void): ProjectionRunner<unknown>;
   /**
    * Where a process without view runners hears the documents the runners of other processes change ('all' when
    * some may have gone unheard); undefined where nothing tells (the embedded default runs its views in process).
    */
-  readonly viewChanges?: (listener: (keys: readonly DocumentKey[] | 'all') => void) => void;
+  readonly viewChanges?: (listener: (keys: ViewChange) => void) => void;
   close(): Promise<void>;
 }
 
@@ -61,6 +59,20 @@ export interface Infrastructure {
  * milliseconds turns one read and one commit per event into one per burst.
  */
 export const APPEND_DELAY_MS = 10;
+
+/** The documents a view changed, or 'all' when any may have. */
+export type ViewChange = readonly DocumentKey[] | 'all';
+
+/** Reports the runner's activation to `onChange` as a change of every document. */
+function reportingActivation(
+  runner: ProjectionRunner<unknown>,
+  onChange: (keys: ViewChange) => void,
+): ProjectionRunner<unknown> {
+  runner.events.on((event) => {
+    if (event.type === 'activated') onChange('all');
+  });
+  return runner;
+}
 
 /** A view-change notification that names no documents: any may have changed. */
 const ALL = '*';
@@ -103,12 +115,15 @@ function openEmbedded(
     leases: new SqliteLeaseStore({ database }),
     reader: (view) => sqliteDocumentReader(database, target, view.name),
     runner: (view, onChange) =>
-      new ProjectionRunner(
-        store,
-        target,
-        sqliteDocumentProjection(view, { onChange }),
-        runnerOptions(config),
-      ) as ProjectionRunner<unknown>,
+      reportingActivation(
+        new ProjectionRunner(
+          store,
+          target,
+          sqliteDocumentProjection(view, { onChange }),
+          runnerOptions(config),
+        ) as ProjectionRunner<unknown>,
+        onChange,
+      ),
     async close() {
       await messaging.close();
       await store.close();
@@ -132,8 +147,8 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
   // Web processes hear view changes over LISTEN/NOTIFY instead of polling the documents each request waits for.
   const channel = `${schema}_view_changes`;
   const listener = new NotificationListener(() => pool.connect(), channel);
-  const announce = (keys: readonly DocumentKey[]) => {
-    const payload = JSON.stringify(keys);
+  const announce = (keys: ViewChange) => {
+    const payload = keys === 'all' ? ALL : JSON.stringify(keys);
     // NOTIFY payloads stop short of 8000 bytes: a larger batch says "anything".
     pool.query('SELECT pg_notify($1, $2)', [channel, payload.length < 7900 ? payload : ALL]).catch(() => {});
   };
@@ -143,19 +158,21 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
     messaging,
     leases: new PostgresLeaseStore({ pool, schema }),
     reader: (view) => postgresDocumentReader(pool, target, view.name, { schema }),
-    runner: (view, onChange) =>
-      new ProjectionRunner(
-        store,
-        target,
-        postgresDocumentProjection(view, {
-          schema,
-          onChange: (keys) => {
-            onChange(keys);
-            announce(keys);
-          },
-        }),
-        runnerOptions(config),
-      ) as ProjectionRunner<unknown>,
+    runner(view, onChange) {
+      const changed = (keys: ViewChange) => {
+        onChange(keys);
+        announce(keys);
+      };
+      return reportingActivation(
+        new ProjectionRunner(
+          store,
+          target,
+          postgresDocumentProjection(view, { schema, onChange: changed }),
+          runnerOptions(config),
+        ) as ProjectionRunner<unknown>,
+        changed,
+      );
+    },
     viewChanges(hear) {
       listener.watchAll((payload) =>
         hear(payload === undefined || payload === ALL ? 'all' : (JSON.parse(payload) as DocumentKey[])),

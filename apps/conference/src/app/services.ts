@@ -75,9 +75,7 @@ export function createRepositories(store: EventStore): Repositories {
   return {
     orders: new AggregateRepository(store, { category: 'order', decider: orderDecider, cache: {} }),
     // The contended aggregate: snapshots bound its replay and the cache (the Journey's memento cache, trusted for a
-    // second) spares a read per command while commands for one conference come from one writer. That writer works
-    // through its session's commands one after another, so each append commits at once rather than at the end of
-    // the background thread's busy turn.
+    // second) spares a read per command while commands for one conference come from one writer.
     seatsAvailability: new AggregateRepository(store, {
       category: 'seatsAvailability',
       decider: seatsAvailabilityDecider,

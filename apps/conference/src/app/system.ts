@@ -10,7 +10,6 @@ import { LeaderElection } from '@stratus/coordination';
 import { type Clock, systemClock } from '@stratus/core';
 import {
   CommandBus,
-  type DocumentKey,
   ProcessManager,
   ProcessRouter,
   queueTimeoutScheduler,
@@ -28,7 +27,7 @@ import {
 import { conferenceView } from '../read-models/conference-view.js';
 import { orderView } from '../read-models/order-view.js';
 import type { ConferenceConfig } from './config.js';
-import { APPEND_DELAY_MS, openInfrastructure } from './infrastructure.js';
+import { APPEND_DELAY_MS, openInfrastructure, type ViewChange } from './infrastructure.js';
 import { documentQueries, type Queries } from './queries.js';
 import {
   ConferenceManagement,
@@ -89,9 +88,12 @@ export interface StartOptions {
    * default's worker thread): with it, waits wake at once and documents are cached until they change. 'all' means
    * changes may have gone unreported (that thread was restarted).
    */
-  readonly viewChanges?: (listener: (keys: readonly DocumentKey[] | 'all') => void) => void;
-  /** Hears the documents this part's view runners change, once committed (to pass on to another thread). */
-  readonly onViewChange?: (keys: readonly DocumentKey[]) => void;
+  readonly viewChanges?: (listener: (keys: ViewChange) => void) => void;
+  /**
+   * Hears the documents this part's view runners change, once committed, or 'all' (a view started serving), to pass
+   * on to another thread.
+   */
+  readonly onViewChange?: (keys: ViewChange) => void;
   /** The stats of background parts running in another thread of this process, for a web part's metrics. */
   readonly backgroundStats?: () => Promise<BackgroundStats>;
   /** Shared with the other threads of this process that open the embedded database (sqliteThreadLock()). */
@@ -160,7 +162,8 @@ export async function startConferenceSystem(
   const runners = runsWorker
     ? views.map((view) =>
         infrastructure.runner(view, (keys) => {
-          waits.changed(keys);
+          if (keys === 'all') waits.changedAll();
+          else waits.changed(keys);
           onViewChange?.(keys);
         }),
       )

@@ -8,15 +8,15 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { startWorkerThread } from '@stratus/core';
-import type { DocumentKey } from '@stratus/eventsourcing';
 import { sqliteThreadLock } from '@stratus/messaging';
 import type { ConferenceConfig } from './config.js';
+import type { ViewChange } from './infrastructure.js';
 import { type BackgroundStats, type ConferenceSystem, startConferenceSystem } from './system.js';
 
 /** What the background thread tells the main thread. */
 export type FromBackground =
   | { readonly type: 'ready'; readonly ready: boolean }
-  | { readonly type: 'changed'; readonly keys: readonly DocumentKey[] }
+  | { readonly type: 'changed'; readonly keys: ViewChange }
   | { readonly type: 'stats'; readonly id: number; readonly stats: BackgroundStats };
 
 /** What the main thread asks of the background thread. */
@@ -92,7 +92,7 @@ export class BackgroundThread {
   readonly #module: URL;
   readonly #workerData: unknown;
   readonly #log: ThreadLog | undefined;
-  readonly #changeListeners: ((keys: readonly DocumentKey[] | 'all') => void)[] = [];
+  readonly #changeListeners: ((keys: ViewChange) => void)[] = [];
   readonly #pendingStats = new Map<number, (stats: BackgroundStats) => void>();
   #nextStatsId = 0;
   #worker: Worker | undefined;
@@ -107,7 +107,7 @@ export class BackgroundThread {
   }
 
   /** Hears each view change the thread commits; 'all' when it starts again (its last changes may be unreported). */
-  onChange(listener: (keys: readonly DocumentKey[] | 'all') => void): void {
+  onChange(listener: (keys: ViewChange) => void): void {
     this.#changeListeners.push(listener);
   }
 
