@@ -32,6 +32,23 @@ function withDatabase(driver: SqliteDriverName, run: (db: SqliteDatabase) => voi
   };
 }
 
+/** A connection with group commit and another on the same file, sharing table t. */
+function groupCommitPair(driver: SqliteDriverName) {
+  const path = freshPath();
+  const db = openSqlite(path, { driver, checkpoint: 'inline', groupCommit: true });
+  const other = openSqlite(path, { driver, checkpoint: 'inline' });
+  db.exec('CREATE TABLE t (v TEXT)');
+  return {
+    db,
+    other,
+    insert: (v: string) => db.prepare('INSERT INTO t (v) VALUES (?)').run(v),
+    close() {
+      db.close();
+      other.close();
+    },
+  };
+}
+
 /** Counts the runs of one statement on a connection from now on. */
 function countRuns(db: SqliteDatabase, sql: string): { count: number } {
   const counter = { count: 0 };
@@ -236,12 +253,8 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
     });
 
     it('with groupCommit, commits the transactionAsync calls of one turn together, each undoing only its own error', async () => {
-      const path = freshPath();
-      const db = openSqlite(path, { driver, checkpoint: 'inline', groupCommit: true });
-      const other = openSqlite(path, { driver, checkpoint: 'inline' });
+      const { db, other, insert, close } = groupCommitPair(driver);
       try {
-        db.exec('CREATE TABLE t (v TEXT)');
-        const insert = (v: string) => db.prepare('INSERT INTO t (v) VALUES (?)').run(v);
         const seen: number[] = [];
         const calls = [
           db.transactionAsync(() => insert('a')),
@@ -274,26 +287,20 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
         assert.equal((await db.transactionAsync(() => insert('d'))).changes, 1);
         assert.equal(count(other), 3);
       } finally {
-        db.close();
-        other.close();
+        close();
       }
     });
 
     it('with groupCommit, commits an immediate transactionAsync at once, alone, without waiting for the turn', async () => {
-      const path = freshPath();
-      const db = openSqlite(path, { driver, checkpoint: 'inline', groupCommit: true });
-      const other = openSqlite(path, { driver, checkpoint: 'inline' });
+      const { db, other, insert, close } = groupCommitPair(driver);
       try {
-        db.exec('CREATE TABLE t (v TEXT)');
-        const insert = (v: string) => db.prepare('INSERT INTO t (v) VALUES (?)').run(v);
         const grouped = db.transactionAsync(() => insert('grouped'));
         const immediate = db.transactionAsync(() => insert('immediate'), { immediate: true });
         assert.equal(count(other), 1, 'the immediate one committed before the turn ended');
         await Promise.all([grouped, immediate]);
         assert.equal(count(other), 2);
       } finally {
-        db.close();
-        other.close();
+        close();
       }
     });
 
