@@ -362,8 +362,6 @@ abstract class BaseSqlite implements SqliteDatabase {
   #threadLock: Int32Array | undefined;
   /** Whether this connection set the thread lock (it clears it when its transaction ends). */
   #holdsThreadLock = false;
-  /** Whether the last attempt to begin found another thread writing (see #tryBegin). */
-  #otherThreadWrites = false;
   /** Whether the last wait for another thread's transaction timed out: its lock may be stale, ask SQLite. */
   #threadWaitTimedOut = false;
 
@@ -380,8 +378,9 @@ abstract class BaseSqlite implements SqliteDatabase {
    */
   #lockMayBeFree(waitedMs: number): Promise<void> {
     const lock = this.#threadLock;
-    if (lock !== undefined && this.#otherThreadWrites) {
-      // Woken when that thread's transaction ends; the timeout covers a thread that died holding it.
+    // Another thread of this process writes (it may have begun just before this one asked SQLite): be woken when its
+    // transaction ends; the timeout covers a thread that died holding it.
+    if (lock !== undefined && !this.#threadWaitTimedOut && Atomics.load(lock, 0) !== 0) {
       const wait = (Atomics as unknown as AtomicsWaitAsync).waitAsync(lock, 0, 1, THREAD_WAIT_MS);
       if (wait.async) {
         // A pending waitAsync does not keep the event loop alive; this timer does, until the wait ends.
@@ -583,11 +582,8 @@ abstract class BaseSqlite implements SqliteDatabase {
     const lock = this.#threadLock;
     const stale = this.#threadWaitTimedOut;
     this.#threadWaitTimedOut = false;
-    this.#otherThreadWrites = false;
-    if (lock !== undefined && Atomics.load(lock, 0) !== 0 && !stale && performance.now() < deadline) {
-      this.#otherThreadWrites = true;
+    if (lock !== undefined && Atomics.load(lock, 0) !== 0 && !stale && performance.now() < deadline)
       return THREAD_BUSY;
-    }
     this.prepare('PRAGMA busy_timeout = 0').run();
     try {
       this.prepare('BEGIN IMMEDIATE').run();
