@@ -75,21 +75,24 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
         assert.equal(pragma('synchronous'), 1, 'NORMAL');
         assert.equal(pragma('busy_timeout'), 5000);
         assert.equal(pragma('foreign_keys'), 1);
+        assert.equal(pragma('cache_size'), -65536, 'a 64 MiB page cache');
         assert.equal(db.busyTimeoutMs, 5000);
       }),
     );
 
-    it('applies the synchronous, busy timeout and foreign key options', () => {
+    it('applies the synchronous, busy timeout, foreign key and cache size options', () => {
       const db = openSqlite(freshPath(), {
         driver,
         synchronous: 'FULL',
         busyTimeoutMs: 250,
         foreignKeys: false,
+        cacheSizeKiB: 512,
       });
       try {
         assert.equal(db.prepare('PRAGMA synchronous').get<{ synchronous: number }>()?.synchronous, 2);
         assert.equal(db.prepare('PRAGMA busy_timeout').get<{ timeout: number }>()?.timeout, 250);
         assert.equal(db.prepare('PRAGMA foreign_keys').get<{ foreign_keys: number }>()?.foreign_keys, 0);
+        assert.equal(db.prepare('PRAGMA cache_size').get<{ cache_size: number }>()?.cache_size, -512);
       } finally {
         db.close();
       }
@@ -515,6 +518,8 @@ describe('openSqlite', () => {
     assert.throws(() => openSqlite(''), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { synchronous: 'SOMETIMES' as 'FULL' }), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { busyTimeoutMs: -1 }), InvalidOptionsError);
+    assert.throws(() => openSqlite(freshPath(), { cacheSizeKiB: 0 }), InvalidOptionsError);
+    assert.throws(() => openSqlite(freshPath(), { cacheSizeKiB: 1.5 }), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { driver: 'sqlite4' as 'auto' }), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { checkpoint: 'never' as 'inline' }), InvalidOptionsError);
     assert.throws(
