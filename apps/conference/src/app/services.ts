@@ -11,7 +11,7 @@ import {
   type Decider,
   type DomainEvent,
   DuplicateEventIdError,
-  deterministicId,
+  derivedId,
   type EventStore,
   type HandleOptions,
   type RecordedEvent,
@@ -105,7 +105,7 @@ function commandOptions(commandId: string): HandleOptions {
   return {
     correlationId: commandId,
     eventIds: Array.from({ length: EVENT_IDS_PER_COMMAND }, (_, i) =>
-      deterministicId(commandId, 'event', String(i)),
+      derivedId(commandId, 'event', String(i)),
     ),
   };
 }
@@ -351,7 +351,7 @@ export const INTEGRATION_EVENTS = ['SeatCreated', 'SeatUpdated', 'SeatDeleted', 
 export function integrationHandler(deps: IntegrationDependencies): (event: RecordedEvent) => Promise<void> {
   return async (recorded) => {
     const event = recorded as unknown as ConferenceEvent | OrderEvent;
-    const commandId = deterministicId(recorded.id, 'integration');
+    const commandId = derivedId(recorded.id, 'integration');
     switch (event.type) {
       case 'SeatCreated': {
         const { conferenceId, seatTypeId, quantity } = event.data;

@@ -9,7 +9,6 @@ import type { ProcessDefinition, ProcessEvent, ProcessOutcome } from './definiti
 import { InvalidProcessOutcomeError, ProcessDispatchError } from './errors.js';
 import { countStreamReads, orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
 import { registrationProcess } from './fixtures/registration.js';
-import { deterministicId } from './ids.js';
 import { type ProcessCacheOptions, ProcessManager, type ProcessManagerEvent } from './process-manager.js';
 
 const T0 = Date.UTC(2026, 0, 5, 8, 0);
@@ -322,15 +321,5 @@ describe('ProcessManager with a cache', () => {
     assert.equal(readsOf('registration-o-2'), 1, 'still cached');
     assert.equal(readsOf('registration-o-1'), 2, 'dropped for o-2');
     assert.equal((await manager.read('o-1')).state.stage, 'reservation-confirmed');
-  });
-});
-
-describe('deterministicId', () => {
-  it('is a stable UUID-shaped id that depends on every part and where parts split', () => {
-    const id = deterministicId('registration', 'o-1', 'e-1', 'command:0');
-    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    assert.equal(deterministicId('registration', 'o-1', 'e-1', 'command:0'), id);
-    assert.notEqual(deterministicId('registration', 'o-1', 'e-1', 'command:1'), id);
-    assert.notEqual(deterministicId('ab', 'c'), deterministicId('a', 'bc'));
   });
 });

@@ -12,7 +12,7 @@ import { DuplicateEventIdError, WrongExpectedVersionError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { ProcessContext, ProcessDefinition, ProcessEvent, ProcessOutcome } from './definition.js';
 import { InvalidProcessOutcomeError, ProcessDispatchError } from './errors.js';
-import { deterministicId } from './ids.js';
+import { derivedId } from './ids.js';
 import {
   DISPATCHED_RECORD,
   type DispatchedRecord,
@@ -294,7 +294,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         now,
         version: instance.version,
         isTimeout: timeoutId !== undefined,
-        id: (key: string) => deterministicId(this.name, processId, event.id, key),
+        id: (key: string) => derivedId(event.id, this.name, processId, key),
       };
       let decided: ProcessOutcome<State, Event>;
       let step: StepRecord;
@@ -486,7 +486,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
           {
             type: DISPATCHED_RECORD,
             data: record,
-            id: deterministicId(this.name, processId, '$sent', ...ids),
+            id: derivedId(ids[0] ?? processId, this.name, processId, '$sent', ...ids),
           },
         ],
         { expectedVersion: 'stream-exists' },
