@@ -120,6 +120,57 @@ describe('AggregateRepository', () => {
     assert.equal(await store.streamVersion('account-3'), 1);
   });
 
+  it('asks a function for the ids of the events decided only', async () => {
+    const { repository, store } = setup();
+    const asked: number[] = [];
+    const eventIds = (index: number) => {
+      asked.push(index);
+      return `cmd-2/${index}`;
+    };
+    await repository.execute('5', { kind: 'deposit', amount: 1 }, { eventIds });
+    assert.deepEqual(asked, [0]);
+    const [event] = await store.readStream('account-5');
+    assert.equal(event?.id, 'cmd-2/0');
+  });
+
+  describe('assumeNew', () => {
+    it('decides a new stream without reading it', async () => {
+      const { repository, backend, store } = setup();
+      const handled = await repository.execute('6', { kind: 'deposit', amount: 4 }, { assumeNew: true });
+      assert.equal(backend.reads, 0);
+      assert.equal(handled.version, 1);
+      assert.equal(await store.streamVersion('account-6'), 1);
+    });
+
+    it('decides again on a real load when the stream exists, without using up an attempt', async () => {
+      const { repository, backend, store } = setup({ maxAttempts: 1 });
+      await repository.execute('7', { kind: 'deposit', amount: 10 });
+      const fresh = new AggregateRepository(store, { category: 'account', decider: account, maxAttempts: 1 });
+      const handled = await fresh.execute('7', { kind: 'withdraw', amount: 3 }, { assumeNew: true });
+      assert.equal(handled.state.balance, 7, 'decided on the stored balance, not against an empty account');
+      assert.equal(await store.streamVersion('account-7'), 2);
+      assert.ok(backend.reads > 0);
+    });
+
+    it('falls back to a real load when the initial state refuses the command', async () => {
+      const { repository, store } = setup();
+      await repository.execute('8', { kind: 'deposit', amount: 10 });
+      const fresh = new AggregateRepository(store, { category: 'account', decider: account });
+      // Against an empty account a withdrawal throws; the stored balance allows it.
+      const handled = await fresh.execute('8', { kind: 'withdraw', amount: 6 }, { assumeNew: true });
+      assert.equal(handled.state.balance, 4);
+    });
+
+    it('uses a cached state rather than guess', async () => {
+      const { repository, backend } = setup({ cache: {} });
+      await repository.execute('9', { kind: 'deposit', amount: 2 });
+      const handled = await repository.execute('9', { kind: 'deposit', amount: 3 }, { assumeNew: true });
+      assert.equal(handled.state.balance, 5);
+      assert.equal(handled.version, 2);
+      assert.equal(backend.reads, 1, 'only the first command read the (empty) stream');
+    });
+  });
+
   it('takes snapshots every N events and loads from them', async () => {
     const { repository, store } = setup({ snapshots: { every: 3 } });
     for (let i = 1; i <= 7; i++) await repository.execute('4', { kind: 'deposit', amount: i });

@@ -80,8 +80,17 @@ export interface HandleOptions {
   readonly retryOnConflict?: boolean;
   readonly correlationId?: string;
   readonly causationId?: string;
-  /** Ids for the new events, by position (for idempotent commands: the same command appends the same ids). */
-  readonly eventIds?: readonly string[];
+  /**
+   * Ids for the new events, by position (for idempotent commands: the same command appends the same ids); a
+   * function is asked only for the events decided, so ids that cost a hash are made only when used.
+   */
+  readonly eventIds?: readonly string[] | ((index: number) => string);
+  /**
+   * The stream most likely does not exist yet (an id just generated): the first attempt decides against the initial
+   * state without reading the stream, and appends expecting no stream. If the stream does exist, that append fails
+   * and the command is decided again on a real load, without counting as an attempt. Default false.
+   */
+  readonly assumeNew?: boolean;
 }
 
 export interface Handled<State, Event> extends Loaded<State> {
@@ -180,19 +189,41 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
     assertFunction('decide', decide);
     const streamName = this.streamName(id);
     const retry = options.retryOnConflict !== false && options.expectedVersion === undefined;
+    const { eventIds } = options;
+    const eventId = typeof eventIds === 'function' ? eventIds : (i: number) => eventIds?.[i];
+    let guessNew = options.assumeNew === true && options.expectedVersion === undefined;
     for (let attempt = 1; ; attempt++) {
-      const current = await this.load(id);
+      const guessing = guessNew && this.#cache?.get(streamName) === undefined;
+      // A guess that turns out wrong (the stream exists, or the initial state decides nothing or refuses) is
+      // dropped for a real load, and that attempt does not count.
+      const dropGuess = () => {
+        guessNew = false;
+        attempt--;
+      };
+      const current = guessing ? { state: this.#decider.initialState(), version: 0 } : await this.load(id);
       if (options.expectedVersion !== undefined && options.expectedVersion !== current.version) {
         throw new WrongExpectedVersionError(streamName, options.expectedVersion, current.version);
       }
-      const decided = decide(current.state);
+      let decided: Event | readonly Event[];
+      try {
+        decided = decide(current.state);
+      } catch (error) {
+        if (!guessing) throw error;
+        dropGuess();
+        continue;
+      }
       const events: readonly Event[] = Array.isArray(decided) ? decided : [decided as Event];
-      if (events.length === 0) return { ...current, events, appended: undefined };
-      const newEvents: NewEvent[] = events.map((event, i) => ({
-        type: event.type,
-        data: event.data,
-        ...(options.eventIds?.[i] === undefined ? {} : { id: options.eventIds[i] }),
-      }));
+      if (events.length === 0) {
+        if (!guessing) return { ...current, events, appended: undefined };
+        dropGuess();
+        continue;
+      }
+      const newEvents: NewEvent[] = events.map((event, i) => {
+        const id = eventId(i);
+        return id === undefined
+          ? { type: event.type, data: event.data }
+          : { type: event.type, data: event.data, id };
+      });
       try {
         const appended = await this.#store.appendToStream(streamName, newEvents, {
           expectedVersion: current.version,
@@ -213,6 +244,10 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
         return { ...saved, events, appended };
       } catch (error) {
         this.#cache?.delete(streamName);
+        if (guessing && error instanceof WrongExpectedVersionError) {
+          dropGuess();
+          continue;
+        }
         if (!(error instanceof WrongExpectedVersionError) || !retry || attempt >= this.#maxAttempts)
           throw error;
         if (this.events.active) {

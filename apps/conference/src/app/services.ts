@@ -93,21 +93,13 @@ export function createRepositories(store: EventStore): Repositories {
   };
 }
 
-/** Up to this many events per decision get ids derived from the command's (no decision here makes more). */
-const EVENT_IDS_PER_COMMAND = 4;
-
 /**
  * The events a command appends get ids derived from the command id and it becomes their correlation id: a command
  * delivered twice (a crash before the queue heard it was done) appends nothing the second time, and replies such as
  * SeatsReserved name the command they answer.
  */
 function commandOptions(commandId: string): HandleOptions {
-  return {
-    correlationId: commandId,
-    eventIds: Array.from({ length: EVENT_IDS_PER_COMMAND }, (_, i) =>
-      derivedId(commandId, 'event', String(i)),
-    ),
-  };
+  return { correlationId: commandId, eventIds: (i) => derivedId(commandId, 'event', String(i)) };
 }
 
 async function handleOnce<State, Event extends DomainEvent, Command>(
@@ -116,14 +108,14 @@ async function handleOnce<State, Event extends DomainEvent, Command>(
   id: string,
   command: Command,
   commandId: string,
+  /** The command creates its aggregate (under an id just made): see HandleOptions.assumeNew. */
+  creates = false,
 ): Promise<void> {
   try {
     await repository.handle(
       id,
       (state) => (decider.decide as NonNullable<typeof decider.decide>)(command, state),
-      {
-        ...commandOptions(commandId),
-      },
+      { ...commandOptions(commandId), assumeNew: creates },
     );
   } catch (error) {
     // Its events are in the store already: this is a redelivery of a command that was handled.
@@ -169,10 +161,25 @@ export function registerCommandHandlers(
   types?: readonly CommandType[],
 ): void {
   const { repositories, clock } = deps;
+  // Orders and payments are created under ids the web has just made.
   const order = (command: CommandEnvelope<{ orderId: string }>, decision: OrderCommand) =>
-    handleOnce(repositories.orders, orderDecider, command.data.orderId, decision, command.id);
+    handleOnce(
+      repositories.orders,
+      orderDecider,
+      command.data.orderId,
+      decision,
+      command.id,
+      decision.type === 'RegisterToConference',
+    );
   const payment = (command: CommandEnvelope<{ paymentId: string }>, decision: PaymentCommand) =>
-    handleOnce(repositories.payments, paymentDecider, command.data.paymentId, decision, command.id);
+    handleOnce(
+      repositories.payments,
+      paymentDecider,
+      command.data.paymentId,
+      decision,
+      command.id,
+      decision.type === 'InitiateThirdPartyProcessorPayment',
+    );
   const assignments = (
     command: CommandEnvelope<{ assignmentsId: string }>,
     decision: SeatAssignmentsCommand,
@@ -381,6 +388,7 @@ export function integrationHandler(deps: IntegrationDependencies): (event: Recor
           orderId,
           { type: 'CreateSeatAssignments', data: { assignmentsId: orderId, orderId, seats } },
           commandId,
+          true,
         );
         return;
       }

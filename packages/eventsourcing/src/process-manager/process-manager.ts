@@ -277,9 +277,20 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
 
   async #run(processId: string, event: Event, timeoutId: string | undefined): Promise<ProcessResult<State>> {
     const streamName = this.streamName(processId);
+    // An event that starts processes, for a process this manager has not cached, most likely starts a new one:
+    // the first attempt takes the stream to be empty without reading it. If it is not, the step's append fails
+    // (or finds this very step stored) and the event is handled again on a real read, without using up an attempt.
+    let guessNew = timeoutId === undefined && this.#startedBy.has(event.type);
     for (let attempt = 1; ; attempt++) {
       const cached = this.#cachedFold(processId, event, timeoutId);
-      const fold = cached ?? (await this.#readFold(processId));
+      const guessing = guessNew && cached === undefined;
+      guessNew = false;
+      if (guessing) attempt--;
+      const fold =
+        cached ??
+        (guessing
+          ? emptyFold(processId, this.definition.initialState(processId))
+          : await this.#readFold(processId));
       const instance = instanceOf(fold);
       if (instance.pending.length > 0) await this.#dispatch(instance);
       const ignored = this.#whyIgnored(instance, event, timeoutId);
@@ -302,8 +313,9 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         decided = this.definition.handle(instance.state, event, context) ?? {};
         step = this.#stepOf(processId, event, decided, context);
       } catch (error) {
-        if (cached === undefined) throw error;
-        // The cached state may be behind the stream, in a stage that refuses this event: decide on a fresh read.
+        if (cached === undefined && !guessing) throw error;
+        // The cached (or guessed) state may be behind the stream, in a stage that refuses this event: decide on a
+        // fresh read.
         this.#cache?.delete(processId);
         continue;
       }
@@ -361,7 +373,8 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         // A conflict, a failed send, anything: whatever this manager has cached may not be what is stored.
         this.#cache?.delete(processId);
         if (!(error instanceof WrongExpectedVersionError) || attempt >= this.#maxAttempts) throw error;
-        this.#emit({ type: 'conflict', processId, attempt });
+        // A wrong guess of a new process is no concurrent change.
+        if (!guessing) this.#emit({ type: 'conflict', processId, attempt });
       }
     }
   }
