@@ -419,6 +419,61 @@ describe('Consumer', () => {
       assert.equal((await queue.stats()).deadLettered, 1);
     });
 
+    it('lets a handler do the work of the messages after its own: those it takes complete without running', async () => {
+      const { messaging, queue } = await sessions(['A'], 5);
+      const calls: [number, number[]][] = [];
+      let refused: unknown;
+      const consumer = messaging.consume<Step>(
+        'orders',
+        (message, context) => {
+          const following = context.following.map((later) => (later.body as Step).step);
+          calls.push([message.body.step, following]);
+          if (message.body.step !== 0) return;
+          try {
+            context.take(following.length + 1);
+          } catch (error) {
+            refused = error;
+          }
+          context.take(1);
+          context.take(1);
+        },
+        { sessionBatch: 5 },
+      );
+      await waitUntil(async () => (await queue.stats()).length === 0, 'the session drained');
+      await consumer.close();
+      assert.deepEqual(calls, [
+        [0, [1, 2, 3, 4]],
+        [3, [4]],
+        [4, []],
+      ]);
+      assert.ok(refused instanceof InvalidOptionsError, 'more than follow cannot be taken');
+      assert.equal(consumer.processed, 5);
+    });
+
+    it('gives back what a handler took when it then fails, and runs them again in order', async () => {
+      const { messaging, queue } = await sessions(['A'], 3);
+      const seen: [number, number][] = [];
+      const consumer = messaging.consume<Step>(
+        'orders',
+        (message, context) => {
+          seen.push([message.body.step, message.deliveryCount]);
+          if (message.deliveryCount === 1 && message.body.step === 0) {
+            context.take(2);
+            throw new Error('after taking');
+          }
+        },
+        { sessionBatch: 3, retryBackoff: constantBackoff(0) },
+      );
+      await waitUntil(async () => (await queue.stats()).length === 0, 'the session drained');
+      await consumer.close();
+      assert.deepEqual(
+        seen.map(([step]) => step),
+        [0, 0, 1, 2],
+      );
+      assert.equal(seen[1]?.[1], 2, 'the failed message came back');
+      assert.equal((await queue.stats()).deadLettered, 0);
+    });
+
     it('gives an unfinished batch back at shutdown last first, so the session keeps its order', async () => {
       const { messaging, queue, clock, events } = await sessions(['A'], 3);
       const gated = gatedHandler();

@@ -27,6 +27,18 @@ export interface HandlerContext {
   readonly signal: AbortSignal;
   /** The message's session on a queue with sessions (this consumer holds it while the handler runs). */
   readonly session: SessionContext | undefined;
+  /**
+   * With `sessionBatch`, the messages of this one's batch that would run after it, in order (empty otherwise). A
+   * handler that can do their work together with this message's, for less than one by one, does so and calls
+   * `take`.
+   */
+  readonly following: readonly ReceivedMessage<unknown>[];
+  /**
+   * Says that this handler did the work of the first `count` messages of `following` too: they do not run, and
+   * they complete with this message when the handler resolves (those the handler settled itself excepted). Call it
+   * once that work is done: if the handler throws, this message is retried and the taken ones go back with it.
+   */
+  take(count: number): void;
 }
 
 /**
@@ -366,17 +378,30 @@ export class Consumer<T> {
   /** Runs one message's handler and settles it; resolves with the next message of its batch to run, if any. */
   async #processOne(job: Job): Promise<Job | undefined> {
     const { message } = job;
-    const next = job.next;
+    let next = job.next;
     const started = this.queue.messaging.clock.monotonic();
+    const following: Job[] = [];
+    for (let later = next; later !== undefined && this.#runnable(later); later = later.next)
+      following.push(later);
+    let taken: Job[] = [];
     try {
       await this.#handler(message as ReceivedMessage<T>, {
         get signal() {
           return job.signal;
         },
         session: message.sessionId === undefined ? undefined : this.#session(message),
+        following: following.map((later) => later.message),
+        take(count: number) {
+          assertInteger('count', count, 0, following.length - taken.length);
+          taken = following.slice(0, taken.length + count);
+        },
       });
-      // The completion and the next message's work go out together (one group commit on SQLite).
-      if (!message.settled && next !== undefined && this.#runnable(next))
+      if (taken.length > 0) {
+        next = (taken[taken.length - 1] as Job).next;
+        if (!message.settled) this.#settle(message.complete(), message, started);
+        this.#completeTaken(taken, started);
+      } else if (!message.settled && next !== undefined && this.#runnable(next))
+        // The completion and the next message's work go out together (one group commit on SQLite).
         this.#settle(message.complete(), message, started);
       else if (!message.settled) this.#finish(job, started);
     } catch (error) {
@@ -393,6 +418,15 @@ export class Consumer<T> {
     if (this.#rateLimit !== undefined && !(await this.#admit())) return undefined;
     next.running = true;
     return next;
+  }
+
+  /** Completes what a handler took from its batch, in order, after its own message (one group commit on SQLite). */
+  #completeTaken(taken: readonly Job[], started: number): void {
+    for (const job of taken) {
+      if (!job.message.settled) this.#settle(job.message.complete(), job.message, started);
+      this.#held.delete(job);
+      this.#processed++;
+    }
   }
 
   #runnable(job: Job): boolean {
