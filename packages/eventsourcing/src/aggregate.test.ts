@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { InvalidOptionsError } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
 import fc from 'fast-check';
 import { type AggregateEvent, AggregateRepository, type Decider } from './aggregate.js';
-import { WrongExpectedVersionError } from './errors.js';
+import { DuplicateEventIdError, WrongExpectedVersionError } from './errors.js';
 import { EventStore } from './event-store.js';
 import { MemoryEventStore } from './memory/memory-event-store.js';
 
@@ -131,6 +132,88 @@ describe('AggregateRepository', () => {
     assert.deepEqual(asked, [0]);
     const [event] = await store.readStream('account-5');
     assert.equal(event?.id, 'cmd-2/0');
+  });
+
+  describe('handleBatch', () => {
+    const deposit = (amount: number, commandId: string) => ({
+      decide: (state: Account) => account.decide?.({ kind: 'deposit', amount }, state) ?? [],
+      options: { correlationId: commandId, eventIds: [`${commandId}/0`] },
+    });
+    const withdraw = (amount: number, commandId: string) => ({
+      decide: (state: Account) => account.decide?.({ kind: 'withdraw', amount }, state) ?? [],
+      options: { correlationId: commandId, eventIds: [`${commandId}/0`] },
+    });
+
+    it('decides each on the state the ones before left, and appends them all in one append', async () => {
+      const { repository, store, backend } = setup({ immediateAppends: true });
+      await repository.execute('b1', { kind: 'deposit', amount: 1 });
+      const appendsBefore = backend.immediate.length;
+      const handled = await repository.handleBatch('b1', [
+        deposit(5, 'c1'),
+        withdraw(6, 'c2'),
+        deposit(2, 'c3'),
+      ]);
+      assert.deepEqual([handled.decided, handled.version, handled.state.balance], [3, 4, 2]);
+      assert.deepEqual(backend.immediate.slice(appendsBefore), [true], 'one append, committed at once');
+      const events = (await store.readStream('account-b1')).slice(1);
+      assert.deepEqual(
+        events.map((event) => [event.id, event.metadata.correlationId]),
+        [
+          ['c1/0', 'c1'],
+          ['c2/0', 'c2'],
+          ['c3/0', 'c3'],
+        ],
+      );
+      assert.deepEqual(await repository.load('b1'), { state: handled.state, version: 4 });
+    });
+
+    it('stops before the first decision that throws, and throws when that is the first', async () => {
+      const { repository, store } = setup();
+      const handled = await repository.handleBatch('b2', [
+        deposit(2, 'c1'),
+        withdraw(10, 'c2'),
+        deposit(1, 'c3'),
+      ]);
+      assert.deepEqual([handled.decided, handled.state.balance], [1, 2]);
+      assert.equal(await store.streamVersion('account-b2'), 1);
+      await assert.rejects(
+        repository.handleBatch('b2', [withdraw(10, 'c2'), deposit(1, 'c3')]),
+        /insufficient/,
+      );
+      assert.equal(await store.streamVersion('account-b2'), 1);
+    });
+
+    it('appends nothing when a command of the batch was handled before', async () => {
+      const { repository, store } = setup();
+      await repository.execute('b3', { kind: 'deposit', amount: 4 }, { eventIds: ['c1/0'] });
+      await assert.rejects(
+        repository.handleBatch('b3', [deposit(4, 'c1'), deposit(1, 'c2')]),
+        DuplicateEventIdError,
+      );
+      assert.equal(await store.streamVersion('account-b3'), 1);
+    });
+
+    it('reloads and decides the batch again when another writer got there first', async () => {
+      const { store } = setup();
+      const a = new AggregateRepository(store, { category: 'account', decider: account, maxAttempts: 20 });
+      const b = new AggregateRepository(store, { category: 'account', decider: account, maxAttempts: 20 });
+      const conflicts: AggregateEvent[] = [];
+      a.events.on((event) => conflicts.push(event));
+      await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          i % 2 === 0
+            ? a.handleBatch('b4', [deposit(1, `a${i}`), deposit(1, `a${i}b`)])
+            : b.execute('b4', { kind: 'deposit', amount: 1 }),
+        ),
+      );
+      assert.equal((await a.load('b4')).state.balance, 9);
+      assert.ok(conflicts.length > 0 && conflicts.every((event) => event.type === 'conflict'));
+    });
+
+    it('refuses an empty batch', async () => {
+      const { repository } = setup();
+      await assert.rejects(repository.handleBatch('b5', []), InvalidOptionsError);
+    });
   });
 
   describe('assumeNew', () => {

@@ -99,6 +99,20 @@ export interface Handled<State, Event> extends Loaded<State> {
   readonly appended: AppendResult | undefined;
 }
 
+/** One decision of `handleBatch`. */
+export interface BatchDecision<State, Event> {
+  readonly decide: (state: State) => Event | readonly Event[];
+  /** Its events' ids and their correlation and causation ids. */
+  readonly options?: Pick<HandleOptions, 'correlationId' | 'causationId' | 'eventIds'>;
+}
+
+export interface HandledBatch<State> extends Loaded<State> {
+  /** How many decisions, from the first, were decided and appended (the rest were left for the caller). */
+  readonly decided: number;
+  /** Undefined when they decided no events. */
+  readonly appended: AppendResult | undefined;
+}
+
 export type AggregateEvent = StratusEvent & { readonly component: 'aggregate' } & (
     | { readonly type: 'conflict'; readonly id: string; readonly attempt: number }
     | { readonly type: 'snapshot-taken'; readonly id: string; readonly version: number }
@@ -189,8 +203,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
     assertFunction('decide', decide);
     const streamName = this.streamName(id);
     const retry = options.retryOnConflict !== false && options.expectedVersion === undefined;
-    const { eventIds } = options;
-    const eventId = typeof eventIds === 'function' ? eventIds : (i: number) => eventIds?.[i];
+    const eventId = eventIdsOf(options.eventIds);
     let guessNew = options.assumeNew === true && options.expectedVersion === undefined;
     for (let attempt = 1; ; attempt++) {
       const guessing = guessNew && this.#cache?.get(streamName) === undefined;
@@ -218,12 +231,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
         dropGuess();
         continue;
       }
-      const newEvents: NewEvent[] = events.map((event, i) => {
-        const id = eventId(i);
-        return id === undefined
-          ? { type: event.type, data: event.data }
-          : { type: event.type, data: event.data, id };
-      });
+      const newEvents = events.map((event, i) => newEvent(event, eventId(i)));
       try {
         const appended = await this.#store.appendToStream(streamName, newEvents, {
           expectedVersion: current.version,
@@ -250,18 +258,84 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
         }
         if (!(error instanceof WrongExpectedVersionError) || !retry || attempt >= this.#maxAttempts)
           throw error;
-        if (this.events.active) {
-          this.events.emit({
-            component: 'aggregate',
-            name: this.category,
-            type: 'conflict',
-            at: this.#store.clock.now(),
-            id,
-            attempt,
-          });
-        }
+        this.#conflicted(id, attempt);
       }
     }
+  }
+
+  /**
+   * Runs decisions in order, each on the state the ones before it left, and appends all their events in one
+   * append (one commit): for a single writer with a backlog of commands, where one by one each command would wait
+   * for the previous one's commit. It decides the longest run of decisions from the first that do not throw (the
+   * first one's error is thrown) and leaves the rest to the caller. A conflict reloads and decides them all again,
+   * as `handle` does. If some of their event ids are stored already (a redelivered command), nothing is appended
+   * and DuplicateEventIdError is thrown: handle them one by one then.
+   */
+  async handleBatch(
+    id: string,
+    decisions: readonly BatchDecision<State, Event>[],
+  ): Promise<HandledBatch<State>> {
+    if (!Array.isArray(decisions) || decisions.length === 0)
+      throw new InvalidOptionsError('decisions', 'expected a non-empty array');
+    for (const decision of decisions) assertFunction('decisions[].decide', decision?.decide);
+    const streamName = this.streamName(id);
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.load(id);
+      let state = current.state;
+      const newEvents: NewEvent[] = [];
+      let decided = 0;
+      for (const { decide, options = {} } of decisions) {
+        let events: readonly Event[];
+        try {
+          const outcome = decide(state);
+          events = Array.isArray(outcome) ? outcome : [outcome as Event];
+        } catch (error) {
+          if (decided === 0) throw error;
+          break;
+        }
+        const eventId = eventIdsOf(options.eventIds);
+        const metadata = {
+          ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),
+          ...(options.causationId === undefined ? {} : { causationId: options.causationId }),
+        };
+        events.forEach((event, i) => {
+          newEvents.push({ ...newEvent(event, eventId(i)), metadata });
+          state = this.#decider.evolve(state, event);
+        });
+        decided++;
+      }
+      if (newEvents.length === 0) return { ...current, decided, appended: undefined };
+      try {
+        const appended = await this.#store.appendToStream(streamName, newEvents, {
+          expectedVersion: current.version,
+          immediate: this.#immediateAppends,
+        });
+        if (!appended.written) {
+          this.#cache?.delete(streamName);
+          return { ...(await this.load(id)), decided, appended };
+        }
+        const saved = { state, version: appended.nextExpectedVersion };
+        this.#cache?.set(streamName, saved);
+        await this.#snapshotIfDue(streamName, current.version, saved);
+        return { ...saved, decided, appended };
+      } catch (error) {
+        this.#cache?.delete(streamName);
+        if (!(error instanceof WrongExpectedVersionError) || attempt >= this.#maxAttempts) throw error;
+        this.#conflicted(id, attempt);
+      }
+    }
+  }
+
+  #conflicted(id: string, attempt: number): void {
+    if (!this.events.active) return;
+    this.events.emit({
+      component: 'aggregate',
+      name: this.category,
+      type: 'conflict',
+      at: this.#store.clock.now(),
+      id,
+      attempt,
+    });
   }
 
   /** Runs the decider's `decide` for a command (see handle). */
@@ -327,4 +401,14 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
       });
     }
   }
+}
+
+function eventIdsOf(eventIds: HandleOptions['eventIds']): (index: number) => string | undefined {
+  return typeof eventIds === 'function' ? eventIds : (index) => eventIds?.[index];
+}
+
+function newEvent(event: DomainEvent, id: string | undefined): NewEvent {
+  return id === undefined
+    ? { type: event.type, data: event.data }
+    : { type: event.type, data: event.data, id };
 }

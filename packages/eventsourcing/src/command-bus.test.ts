@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { constantBackoff } from '@stratus/core';
 import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import {
@@ -99,12 +100,64 @@ describe('CommandBus', () => {
     await consumer.close();
   });
 
+  it('hands a batch handler the commands of a session queued after each, up to one of another handler', async () => {
+    const messaging = await messagingWithQueues({ name: 'seats', sessions: true });
+    const batches: string[][] = [];
+    const worker = new CommandBus({ messaging })
+      .registerBatch(['Reserve', 'Cancel'], async (commands) => {
+        batches.push(commands.map((command) => command.id));
+        // Handles at most three at a time: the rest come in the next batch.
+        return Math.min(commands.length, 3);
+      })
+      .register('Audit', () => {
+        batches.push(['audit']);
+      });
+    const queue = messaging.queue<CommandEnvelope>('seats');
+    const types = ['Reserve', 'Reserve', 'Cancel', 'Reserve', 'Reserve', 'Audit', 'Reserve'];
+    await queue.sendBatch(
+      types.map((type, i) => ({ body: { type, id: `c${i}`, data: {} }, sessionId: 'conference-1' })),
+    );
+    const consumer = worker.consume('seats', { sessionBatch: 10 });
+    await waitUntil(async () => (await queue.stats()).length === 0, 'the session drained');
+    await consumer.close();
+    assert.deepEqual(batches, [['c0', 'c1', 'c2', 'c3', 'c4'], ['c3', 'c4'], ['audit'], ['c6']]);
+    assert.equal(consumer.processed, 7);
+    // In process, a batch of one.
+    const local = new CommandBus().registerBatch(['Reserve'], async (commands) => {
+      batches.push(commands.map((command) => command.id));
+      return 1;
+    });
+    await local.send('Reserve', {}, { id: 'l1' });
+    assert.deepEqual(batches.at(-1), ['l1']);
+  });
+
+  it('retries a batch whose handler says it handled more than it was given', async () => {
+    const messaging = await messagingWithQueues({ name: 'seats', sessions: true });
+    let calls = 0;
+    const events: string[] = [];
+    messaging.events.on((event) => events.push(event.type));
+    const worker = new CommandBus({ messaging }).registerBatch(['Reserve'], async (commands) => {
+      calls++;
+      return calls === 1 ? commands.length + 1 : commands.length;
+    });
+    await messaging
+      .queue<CommandEnvelope>('seats')
+      .send({ type: 'Reserve', id: 'c1', data: {} }, { sessionId: 's' });
+    const consumer = worker.consume('seats', { sessionBatch: 4, retryBackoff: constantBackoff(0) });
+    await waitUntil(async () => (await messaging.queue('seats').stats()).length === 0, 'handled on retry');
+    await consumer.close();
+    assert.equal(calls, 2);
+    assert.ok(events.includes('message-failed'));
+  });
+
   it('refuses bad registrations', () => {
     const bus = new CommandBus().register('A', () => {});
     assert.throws(() => bus.register('A', () => {}), /already registered/);
     assert.throws(() => bus.register('', () => {}), /type/);
     assert.throws(() => bus.register('B', 'x' as never), /handler/);
     assert.throws(() => new CommandBus({ messaging: {} as never }), /messaging/);
+    assert.throws(() => bus.registerBatch([], async () => 1), /types/);
+    assert.throws(() => bus.registerBatch(['A'], async () => 1), /already registered/);
   });
 });
 

@@ -21,6 +21,12 @@ export interface CommandEnvelope<Data = unknown> {
 
 export type CommandHandler<Data = unknown> = (command: CommandEnvelope<Data>) => Promise<void> | void;
 
+/**
+ * Handles `commands[0]`, and may handle the commands queued after it too, in order (a session's backlog, with the
+ * consumer's `sessionBatch`): resolves with how many it handled, at least 1. The rest are handled after.
+ */
+export type BatchCommandHandler = (commands: readonly CommandEnvelope[]) => Promise<number>;
+
 export interface SendCommandOptions {
   /** Default a UUIDv7. */
   readonly id?: string;
@@ -62,6 +68,7 @@ export class NoCommandHandlerError extends StratusError {
  */
 export class CommandBus {
   readonly #handlers = new Map<string, CommandHandler>();
+  readonly #batchHandlers = new Map<string, BatchCommandHandler>();
   readonly #messaging: Messaging | undefined;
   readonly #queueOf: (type: string) => string;
   readonly #sessionOf: ((command: CommandEnvelope) => string | undefined) | undefined;
@@ -90,6 +97,23 @@ export class CommandBus {
     if (this.#handlers.has(type))
       throw new InvalidOptionsError('type', `a handler for "${type}" is already registered`);
     this.#handlers.set(type, handler as CommandHandler);
+    return this;
+  }
+
+  /**
+   * Registers one handler for several command types that it can handle in batches (see BatchCommandHandler); sent
+   * in process, or alone on a queue, each command is a batch of one.
+   */
+  registerBatch(types: readonly string[], handler: BatchCommandHandler): this {
+    if (!Array.isArray(types) || types.length === 0)
+      throw new InvalidOptionsError('types', 'expected a non-empty array of command types');
+    assertFunction('handler', handler);
+    for (const type of types) {
+      this.register(type, async (command) => {
+        await handler([command]);
+      });
+      this.#batchHandlers.set(type, handler);
+    }
     return this;
   }
 
@@ -149,7 +173,7 @@ export class CommandBus {
       throw new InvalidOptionsError('messaging', 'consuming commands needs messaging');
     return messaging.consume<CommandEnvelope>(
       queue,
-      async (message) => {
+      async (message, context) => {
         const command = message.body;
         const handler = typeof command?.type === 'string' ? this.#handlers.get(command.type) : undefined;
         if (handler === undefined) {
@@ -160,14 +184,36 @@ export class CommandBus {
           return;
         }
         // The queue expires it too, but a message already received (or a clock ahead of the sender's) must not run late.
-        if (command.expiresAt !== undefined && command.expiresAt <= this.#clock.now()) {
+        if (this.#expired(command)) {
           await message.deadLetter('expired', `Command ${command.type} expired before it was handled`);
           return;
         }
-        await handler(command);
+        const batchHandler = this.#batchHandlers.get(command.type);
+        if (batchHandler === undefined) {
+          await handler(command);
+          return;
+        }
+        // The commands after it that the same handler takes, up to the first it does not (or that expired).
+        const batch = [command];
+        for (const later of context.following) {
+          const next = later.body as CommandEnvelope | undefined;
+          if (typeof next?.type !== 'string' || this.#batchHandlers.get(next.type) !== batchHandler) break;
+          if (this.#expired(next)) break;
+          batch.push(next);
+        }
+        const handled = await batchHandler(batch);
+        if (!Number.isInteger(handled) || handled < 1 || handled > batch.length)
+          throw new InvalidOptionsError(
+            'handled',
+            `a batch handler handled ${handled} of ${batch.length} commands`,
+          );
+        context.take(handled - 1);
       },
       options,
     );
+  }
+  #expired(command: CommandEnvelope): boolean {
+    return command.expiresAt !== undefined && command.expiresAt <= this.#clock.now();
   }
 }
 
