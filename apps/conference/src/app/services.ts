@@ -25,16 +25,17 @@ import {
   conferenceDecider,
   type SeatTypeFields,
 } from '../domain/conference.js';
-import type {
-  CommandData,
-  CommandType,
-  ConferenceDetails,
-  ConferenceEvent,
-  OrderEvent,
-  Owner,
-  PaymentEvent,
-  SeatAssignmentsEvent,
-  SeatsAvailabilityEvent,
+import {
+  type CommandData,
+  type CommandType,
+  type ConferenceDetails,
+  type ConferenceEvent,
+  type OrderEvent,
+  type Owner,
+  type PaymentEvent,
+  SEATS_AVAILABILITY_COMMANDS,
+  type SeatAssignmentsEvent,
+  type SeatsAvailabilityEvent,
 } from '../domain/contracts.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
 import { type OrderCommand, type OrderState, orderDecider } from '../domain/order.js';
@@ -192,21 +193,53 @@ export function registerCommandHandlers(
       command.id,
     );
   const serialize = keyedSerializer();
-  const availability = (
-    command: CommandEnvelope<{ conferenceId: string }>,
-    decision: SeatsAvailabilityCommand,
-  ) =>
-    serialize(command.data.conferenceId, () =>
-      handleOnce(
-        repositories.seatsAvailability,
-        seatsAvailabilityDecider,
-        command.data.conferenceId,
-        decision,
-        command.id,
-      ),
+  // A conference's availability commands are the same shape as its decisions.
+  const availabilityDecision = (command: CommandEnvelope) => command as unknown as SeatsAvailabilityCommand;
+  const availabilityAlone = (command: CommandEnvelope) => {
+    const decision = availabilityDecision(command);
+    return handleOnce(
+      repositories.seatsAvailability,
+      seatsAvailabilityDecider,
+      decision.data.conferenceId,
+      decision,
+      command.id,
     );
+  };
+  /**
+   * A conference's backlog of availability commands (one session) is decided in one go and appended in one
+   * commit. A batch that cannot be (a redelivered command among them, or the first refused) goes one by one.
+   */
+  const availability = async (commands: readonly CommandEnvelope[]): Promise<number> => {
+    const { conferenceId } = availabilityDecision(commands[0] as CommandEnvelope).data;
+    const sameConference: CommandEnvelope[] = [];
+    for (const command of commands) {
+      if (availabilityDecision(command).data.conferenceId !== conferenceId) break;
+      sameConference.push(command);
+    }
+    return serialize(conferenceId, async () => {
+      if (sameConference.length > 1) {
+        try {
+          const handled = await repositories.seatsAvailability.handleBatch(
+            conferenceId,
+            sameConference.map((command) => ({
+              decide: (state: SeatsAvailabilityState) =>
+                seatsAvailabilityDecider.decide?.(availabilityDecision(command), state) ?? [],
+              options: commandOptions(command.id),
+            })),
+          );
+          return handled.decided;
+        } catch {
+          // Handled alone below, where its error (if it has one) is the command's.
+        }
+      }
+      await availabilityAlone(commands[0] as CommandEnvelope);
+      return 1;
+    });
+  };
 
-  const handlers: { readonly [Type in CommandType]: Handler<Type> } = {
+  const handlers: {
+    readonly [Type in Exclude<CommandType, SeatsAvailabilityCommand['type']>]: Handler<Type>;
+  } = {
     async RegisterToConference(command) {
       const prices = await deps.prices(command.data.conferenceId);
       await order(command, {
@@ -229,14 +262,6 @@ export function registerCommandHandlers(
     AssignRegistrantDetails: (command) =>
       order(command, { type: 'AssignRegistrantDetails', data: command.data }),
     ConfirmOrder: (command) => order(command, { type: 'ConfirmOrder', data: command.data }),
-    MakeSeatReservation: (command) =>
-      availability(command, { type: 'MakeSeatReservation', data: command.data }),
-    CancelSeatReservation: (command) =>
-      availability(command, { type: 'CancelSeatReservation', data: command.data }),
-    CommitSeatReservation: (command) =>
-      availability(command, { type: 'CommitSeatReservation', data: command.data }),
-    AddSeats: (command) => availability(command, { type: 'AddSeats', data: command.data }),
-    RemoveSeats: (command) => availability(command, { type: 'RemoveSeats', data: command.data }),
     AssignSeat: (command) => assignments(command, { type: 'AssignSeat', data: command.data }),
     UnassignSeat: (command) => assignments(command, { type: 'UnassignSeat', data: command.data }),
     InitiateThirdPartyProcessorPayment: (command) =>
@@ -250,6 +275,8 @@ export function registerCommandHandlers(
     if (types === undefined || types.includes(type as CommandType))
       bus.register(type, handler as Handler<CommandType>);
   }
+  const availabilityTypes = SEATS_AVAILABILITY_COMMANDS.filter((type) => types?.includes(type) ?? true);
+  if (availabilityTypes.length > 0) bus.registerBatch(availabilityTypes, availability);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { uuidv7 } from '@stratus/core';
+import { CommandBus, EventStore, MemoryEventStore } from '@stratus/eventsourcing';
+import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
+import { SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
+import { remainingSeats } from '../domain/seats-availability.js';
+import { createRepositories, registerCommandHandlers } from './services.js';
+
+describe('availability commands', () => {
+  async function seatsWorker() {
+    const clock = new VirtualClock({ now: Date.UTC(2026, 0, 1) });
+    const store = new EventStore({ backend: new MemoryEventStore(), clock });
+    const appends: number[] = [];
+    const appendToStream = store.appendToStream.bind(store);
+    store.appendToStream = ((streamName, events, options) => {
+      if (streamName.startsWith('seatsAvailability-')) appends.push(events.length);
+      return appendToStream(streamName, events, options);
+    }) as EventStore['appendToStream'];
+    const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock });
+    await messaging.createQueue('seats', { sessions: true });
+    const routing = {
+      messaging,
+      clock,
+      queueOf: () => 'seats',
+      sessionOf: (command: { data: unknown }) =>
+        `seatsAvailability-${(command.data as { conferenceId: string }).conferenceId}`,
+    };
+    // Sent from one bus (without handlers: queued), handled by the worker's.
+    const bus = new CommandBus(routing);
+    const worker = new CommandBus(routing);
+    const repositories = createRepositories(store);
+    registerCommandHandlers(
+      worker,
+      { repositories, clock, reservationWindowMs: 900_000, prices: async () => new Map() },
+      SEATS_AVAILABILITY_COMMANDS,
+    );
+    return { store, messaging, bus, worker, repositories, appends };
+  }
+
+  it("decides a conference's queued backlog together, in order, in one append", async () => {
+    const { store, messaging, bus, worker, repositories, appends } = await seatsWorker();
+    const conferenceId = uuidv7();
+    const seatTypeId = uuidv7();
+    const sent = [
+      await bus.send('AddSeats', { conferenceId, seatTypeId, quantity: 10 }),
+      ...(await Promise.all(
+        [4, 4, 4].map(() =>
+          bus.send('MakeSeatReservation', {
+            conferenceId,
+            reservationId: uuidv7(),
+            seats: [{ seatTypeId, quantity: 4 }],
+          }),
+        ),
+      )),
+    ];
+    assert.ok(sent.every((outcome) => outcome === 'queued'));
+    const consumer = worker.consume('seats', { sessionBatch: 16 });
+    await waitUntil(async () => (await messaging.queue('seats').stats()).length === 0, 'the backlog handled');
+    await consumer.close();
+    assert.deepEqual(appends, [4], 'the four commands, one event each, in one append');
+    const events = await store.readStream(`seatsAvailability-${conferenceId}`);
+    // Reserved in the order sent: the last reservation gets what was left.
+    assert.deepEqual(
+      events.map((event) => event.type),
+      ['AvailableSeatsChanged', 'SeatsReserved', 'SeatsReserved', 'SeatsReserved'],
+    );
+    const granted = events
+      .slice(1)
+      .map((event) => (event.data as { reservationDetails: unknown }).reservationDetails);
+    assert.deepEqual(granted, [
+      [{ seatTypeId, quantity: 4 }],
+      [{ seatTypeId, quantity: 4 }],
+      [{ seatTypeId, quantity: 2 }],
+    ]);
+    // Each event names the command it answers, as when handled alone.
+    assert.equal(new Set(events.map((event) => event.metadata.correlationId)).size, 4);
+    const { state } = await repositories.seatsAvailability.load(conferenceId);
+    assert.deepEqual(remainingSeats(state), [{ seatTypeId, quantity: 0 }]);
+  });
+});
