@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { type LeaseStore, PostgresLeaseStore, SqliteLeaseStore } from '@stratus/coordination';
 import type { Clock } from '@stratus/core';
 import {
+  ALL_DOCUMENTS,
   type DocumentKey,
   type DocumentProjectionDefinition,
   type DocumentReader,
@@ -73,9 +74,6 @@ function reportingActivation(
   });
   return runner;
 }
-
-/** A view-change notification that names no documents: any may have changed. */
-const ALL = '*';
 
 function runnerOptions(config: ConferenceConfig) {
   return { pollIntervalMs: 500, leaseMs: config.leaseMs, appendDelayMs: APPEND_DELAY_MS };
@@ -144,13 +142,12 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
       : new RedisMessageBackend({ url: config.redisUrl, keyPrefix: config.redisPrefix });
   const messaging = new Messaging({ backend: queues, clock });
   const target = new PostgresProjectionTarget({ pool, schema });
-  // Web processes hear view changes over LISTEN/NOTIFY instead of polling the documents each request waits for.
+  // Web processes hear view changes over LISTEN/NOTIFY instead of polling the documents each request waits for:
+  // each batch's documents once it committed (the NOTIFY is part of its transaction), so they may cache them.
   const channel = `${schema}_view_changes`;
   const listener = new NotificationListener(() => pool.connect(), channel);
-  const announce = (keys: ViewChange) => {
-    const payload = keys === 'all' ? ALL : JSON.stringify(keys);
-    // NOTIFY payloads stop short of 8000 bytes: a larger batch says "anything".
-    pool.query('SELECT pg_notify($1, $2)', [channel, payload.length < 7900 ? payload : ALL]).catch(() => {});
+  const announceAll = () => {
+    pool.query('SELECT pg_notify($1, $2)', [channel, ALL_DOCUMENTS]).catch(() => {});
   };
   return {
     description: `PostgreSQL schema "${schema}"${config.redisUrl === undefined ? '' : ', queues on Redis'}`,
@@ -159,23 +156,24 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
     leases: new PostgresLeaseStore({ pool, schema }),
     reader: (view) => postgresDocumentReader(pool, target, view.name, { schema }),
     runner(view, onChange) {
-      const changed = (keys: ViewChange) => {
-        onChange(keys);
-        announce(keys);
-      };
       return reportingActivation(
         new ProjectionRunner(
           store,
           target,
-          postgresDocumentProjection(view, { schema, onChange: changed }),
+          postgresDocumentProjection(view, { schema, onChange, notifyChannel: channel }),
           runnerOptions(config),
         ) as ProjectionRunner<unknown>,
-        changed,
+        (keys) => {
+          onChange(keys);
+          announceAll();
+        },
       );
     },
     viewChanges(hear) {
       listener.watchAll((payload) =>
-        hear(payload === undefined || payload === ALL ? 'all' : (JSON.parse(payload) as DocumentKey[])),
+        hear(
+          payload === undefined || payload === ALL_DOCUMENTS ? 'all' : (JSON.parse(payload) as DocumentKey[]),
+        ),
       );
     },
     async close() {

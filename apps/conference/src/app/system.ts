@@ -119,13 +119,15 @@ export async function startConferenceSystem(
   await messaging.createQueue(TIMEOUT_QUEUE, queueOptions);
   const views = [conferenceView, orderView];
   const runsWorker = config.role !== 'web';
-  // Without view runners in this process or word from them, poll the views briskly instead. Embedded, the
-  // runners report each change once committed, so documents are cached until they change.
+  // Without view runners in this process or word from them, poll the views briskly instead. Documents are cached
+  // until they change where each change is reported once committed: embedded (the runners report after their
+  // commit), and over PostgreSQL's NOTIFY, sent in each batch's transaction (a LISTEN that takes effect again
+  // reports everything changed). A process only running runners on PostgreSQL hears them before their commit.
   const viewChanges =
     options.viewChanges ?? (config.role === 'worker' ? undefined : infrastructure.viewChanges);
   const hearsChanges = runsWorker || viewChanges !== undefined;
   const waits = new DocumentWaits(clock, hearsChanges ? 250 : 25, {
-    cacheDocuments: hearsChanges && config.databaseUrl === undefined,
+    cacheDocuments: config.databaseUrl === undefined ? hearsChanges : viewChanges !== undefined,
   });
   viewChanges?.((keys) => (keys === 'all' ? waits.changedAll() : waits.changed(keys)));
   const queries = documentQueries(

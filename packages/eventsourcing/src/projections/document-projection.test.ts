@@ -203,4 +203,49 @@ describe('document projections on PostgreSQL', { skip: suite.skip }, () => {
     await store.close();
     await pool.end();
   });
+
+  it("with notifyChannel, announces a batch's documents when it commits, and never a rolled-back one", async () => {
+    const pool = new pg.Pool({ connectionString: suite.url, max: 4 });
+    const schema = 'docs_notify';
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    const projection = postgresDocumentProjection(carts, { schema, notifyChannel: 'carts_changed' });
+    const listener = await pool.connect();
+    const heard: string[] = [];
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    await listener.query('LISTEN carts_changed');
+    const event = (type: string, position: number): RecordedEvent => ({
+      id: `e-${position}`,
+      type,
+      data: { cart: 'c-1', owner: 'ann' },
+      metadata: {},
+      schemaVersion: 1,
+      streamName: 'cart-c-1',
+      streamVersion: position,
+      globalPosition: position,
+      recordedAt: 0,
+    });
+    const batch = async (events: RecordedEvent[], outcome: 'COMMIT' | 'ROLLBACK') => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await projection.applyBatch?.(client, events, 1);
+        assert.deepEqual(heard, [], 'nothing heard before the end of the transaction');
+        await client.query(outcome);
+      } finally {
+        client.release();
+      }
+    };
+    const setup = await pool.connect();
+    await projection.setup(setup, 1);
+    setup.release();
+    await batch([event('CartOpened', 1)], 'ROLLBACK');
+    await batch([event('CartOpened', 1), event('ItemAdded', 2)], 'COMMIT');
+    // Notifications arrive in commit order: a rolled-back one would come before this marker.
+    await pool.query(`SELECT pg_notify('carts_changed', 'marker')`);
+    await waitUntil(() => heard.includes('marker'), 'the marker heard');
+    assert.deepEqual(heard, [JSON.stringify([{ collection: 'cart', id: 'c-1' }]), 'marker']);
+    assert.throws(() => postgresDocumentProjection(carts, { schema, notifyChannel: '' }), /notifyChannel/);
+    listener.release();
+    await pool.end();
+  });
 });

@@ -172,11 +172,31 @@ export function sqliteDocumentProjection(
 }
 
 /** The definition as a projection into PostgreSQL (jsonb documents in `schema`): three round trips per batch. */
+export interface PostgresDocumentProjectionOptions extends DocumentProjectionOptions {
+  readonly schema: string;
+  /**
+   * Announces each batch's changed documents with NOTIFY on this channel, inside the batch's transaction: other
+   * processes hear them once the batch committed, and never for one rolled back, so a reader there that caches
+   * documents until they change can trust what it hears. The payload is the keys as JSON, or ALL_DOCUMENTS when
+   * they would not fit in a notification.
+   */
+  readonly notifyChannel?: string;
+}
+
+/** The payload of a change notification that names no documents: any may have changed. */
+export const ALL_DOCUMENTS = '*';
+
+/** NOTIFY payloads stop short of 8000 bytes. */
+const MAX_PAYLOAD = 7900;
+
 export function postgresDocumentProjection(
   definition: DocumentProjectionDefinition,
-  options: DocumentProjectionOptions & { readonly schema: string },
+  options: PostgresDocumentProjectionOptions,
 ): Projection<PoolClient> {
   checkDefinition(definition);
+  const { notifyChannel } = options;
+  if (notifyChannel !== undefined && (typeof notifyChannel !== 'string' || notifyChannel.length === 0))
+    throw new InvalidOptionsError('notifyChannel', 'expected a channel name');
   const table = (version: number) => `"${options.schema}".${documentTable(definition.name, version)}`;
   return {
     name: definition.name,
@@ -217,6 +237,13 @@ export function postgresDocumentProjection(
             WHERE t.collection = k.collection AND t.id = k.id`,
           [deletes.map((change) => change.key.collection), deletes.map((change) => change.key.id)],
         );
+      }
+      if (notifyChannel !== undefined && changes.length > 0) {
+        const payload = JSON.stringify(changes.map((change) => change.key));
+        await client.query('SELECT pg_notify($1, $2)', [
+          notifyChannel,
+          payload.length < MAX_PAYLOAD ? payload : ALL_DOCUMENTS,
+        ]);
       }
       notify(options, changes);
     },
