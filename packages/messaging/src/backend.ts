@@ -119,7 +119,8 @@ export interface ReceiveRequest {
    * On a sessions queue, how many of a session's messages one receive may lock together (default 1): with its head
    * come up to `sessionBatch - 1` of the messages right behind it, in order, as long as each is due and not expired.
    * `max` bounds the heads (the slots a receiver fills), not these: each has its own lock token and delivery count,
-   * and the receiver works through them in order, after their head. Backends without batches (PostgreSQL, Redis) lock the head alone, which the contract allows.
+   * and the receiver works through them in order, after their head. Backends without batches (PostgreSQL) lock the
+   * head alone, which the contract allows.
    */
   readonly sessionBatch?: number | undefined;
 }

@@ -73,7 +73,7 @@ export interface ConsumerOptions {
   /**
    * On a sessions queue, how many of a session's messages one receive may lock together; default 1. They run one
    * after another in one handler slot, in order, each completed as the next one starts, so a busy session costs one
-   * round trip per message instead of two. Backends without session batches (PostgreSQL, Redis) lock one at a time.
+   * round trip per message instead of two. Backends without session batches (PostgreSQL) lock one at a time.
    */
   sessionBatch?: number;
   /** Safety-net poll while idle, in case a wake-up signal was missed; default 5 s. */

@@ -94,6 +94,7 @@ const scripts = Object.fromEntries(
 
 export class RedisMessageBackend implements MessageBackend {
   readonly kind = 'redis';
+  readonly sessionBatches = true;
   readonly keyPrefix: string;
   readonly #url: string | undefined;
   #client: Redis | undefined;
@@ -202,6 +203,7 @@ export class RedisMessageBackend implements MessageBackend {
       String(request.max),
       String(lockMs),
       nonce,
+      String(request.sessionBatch ?? 1),
     ])) as (Buffer | number | null)[];
     const messages: DeliveredMessage[] = [];
     const payloads = new PayloadReader();

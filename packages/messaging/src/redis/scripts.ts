@@ -22,6 +22,7 @@ import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '.
  *   x  zset   dead letters by sequence
  *   d  zset   message ids seen within the duplicate window, by the time they are forgotten
  *   w  zset   waiting session messages, members `<sessionId> NUL <sequence>` at score 0 (by session, then sequence)
+ *   f  zset   session messages locked behind their head by a session-batch receive, members as in w
  *   h  hash   session id -> sequence of its head (the one available, scheduled or locked message)
  *   c  hash   session id -> session state
  *   n         the pub/sub channel that wakes watchers
@@ -202,12 +203,20 @@ local function deliverable(q, seq, r, at, now)
   save(q, seq, r)
 end
 
--- The session's head left (completed or dead): the waiting message with the lowest sequence takes its place.
+-- The session's head left (completed or dead): the message locked behind it, if any, takes its place, else the
+-- waiting message with the lowest sequence. A message locked behind a head that leaves just stops being one.
 local function advance(q, seq, r, now)
   if r[HAS_SESSION] == 0 then return end
   local sid = r[SESSION]
+  local behind = q.base .. 'f'
+  redis.call('ZREM', behind, sid .. '\0' .. seq)
   local heads = q.base .. 'h'
   if redis.call('HGET', heads, sid) ~= seq then return end
+  local follower = redis.call('ZRANGEBYLEX', behind, '[' .. sid .. '\0', '(' .. sid .. '\1', 'LIMIT', 0, 1)[1]
+  if follower then
+    redis.call('HSET', heads, sid, string.sub(follower, -16))
+    return
+  end
   local waiting = q.base .. 'w'
   local member = redis.call('ZRANGEBYLEX', waiting, '[' .. sid .. '\0', '(' .. sid .. '\1', 'LIMIT', 0, 1)[1]
   if not member then
@@ -219,6 +228,32 @@ local function advance(q, seq, r, now)
   redis.call('HSET', heads, sid, next_seq)
   local nr = load(q, next_seq)
   deliverable(q, next_seq, nr, math.max(nr[AVAILABLE_AT], now), now)
+end
+
+-- The messages locked behind seq in its session go back to waiting, their locks lost, and seq itself too when
+-- itself is true (a follower whose lock is gone). The caller has not taken them out of k.
+local released = {}
+local function back_to_waiting(q, seq, r, itself)
+  if r[HAS_SESSION] == 0 then return end
+  local sid = r[SESSION]
+  local behind = q.base .. 'f'
+  local function wait(member, fseq, fr)
+    -- Marked, so a sweep that fetched its record before does not release it again.
+    released[fseq] = true
+    fr[STATE] = WAITING
+    fr[LOCKED_UNTIL] = 0
+    fr[TOKEN] = ''
+    redis.call('ZREM', behind, member)
+    redis.call('ZADD', q.base .. 'w', 0, member)
+    put(q, 'ZREM', 'k', fseq)
+    save(q, fseq, fr)
+  end
+  if itself then wait(sid .. '\0' .. seq, seq, r) end
+  local members = redis.call('ZRANGEBYLEX', behind, '(' .. sid .. '\0' .. seq, '(' .. sid .. '\1')
+  for i = 1, #members do
+    local fseq = string.sub(members[i], -16)
+    wait(members[i], fseq, load(q, fseq))
+  end
 end
 
 -- The caller has taken the message out of a, u or k.
@@ -539,7 +574,7 @@ if redis.call('SREM', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 local base = string.sub(KEYS[3], 1, -2)
 local keys = {}
-for kind in string.gmatch('mrauklxdwhcg', '.') do keys[#keys + 1] = base .. kind end
+for kind in string.gmatch('mrauklxdwfhcg', '.') do keys[#keys + 1] = base .. kind end
 -- Every blob still referred to is listed in g.
 local blobs = redis.call('HKEYS', base .. 'g')
 for i = 1, #blobs do keys[#keys + 1] = base .. 'b' .. blobs[i] end
@@ -586,6 +621,7 @@ const RECEIVE = `
 -- Returns {nextDueAt or false, then sequence, record and payload slot (payload_writer) per message}.
 local q = open_or_fail()
 local now, max, lock_ms, nonce = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local batch = tonumber(ARGV[5]) or 1
 local budget = SWEEP_LIMIT
 
 -- Due scheduled messages become available (or die expired); expired locks come back (or die, past the last
@@ -606,6 +642,13 @@ sweep('u', function(seq, r)
   end
 end)
 sweep('k', function(seq, r)
+  if released[seq] then return end
+  -- Locked behind its session's head: back to waiting, with the ones behind it. A head takes them with it.
+  if r[HAS_SESSION] == 1 and redis.call('HGET', q.base .. 'h', r[SESSION]) ~= seq then
+    back_to_waiting(q, seq, r, true)
+    return
+  end
+  back_to_waiting(q, seq, r, false)
   if r[DELIVERIES] >= q.maxd then
     kill(q, seq, r, MAX_DELIVERIES, false, now)
   else
@@ -618,7 +661,30 @@ local locked_until = now + lock_ms
 local locked_text = fmt(locked_until)
 local reply = {false}
 local add_payload, close_payloads = payload_writer(q, reply)
-local taken = 0
+local taken, behind = 0, 0
+
+-- A session batch: the head's next waiting messages, in order, while each is due and not expired.
+local function lock_behind(seq, r)
+  local sid = r[SESSION]
+  local members = redis.call('ZRANGEBYLEX', q.base .. 'w', '[' .. sid .. '\\0', '(' .. sid .. '\\1', 'LIMIT', 0, batch - 1)
+  for i = 1, #members do
+    local fseq = string.sub(members[i], -16)
+    local values = redis.call('HMGET', q.base .. 'r', fseq, payload_field(fseq))
+    local fr = decode(values[1])
+    if fr[AVAILABLE_AT] > now or fr[EXPIRES_AT] <= now then return end
+    behind = behind + 1
+    fr[STATE] = LOCKED
+    fr[DELIVERIES] = fr[DELIVERIES] + 1
+    fr[LOCKED_UNTIL] = locked_until
+    fr[TOKEN] = fseq .. '.' .. nonce .. '.b' .. behind
+    redis.call('ZREM', q.base .. 'w', members[i])
+    redis.call('ZADD', q.base .. 'f', 0, members[i])
+    put(q, 'ZADD', 'k', locked_text, fseq)
+    reply[#reply + 1] = tonumber(fseq)
+    reply[#reply + 1] = save(q, fseq, fr)
+    add_payload(values[2], fr)
+  end
+end
 while taken < max and budget > 0 do
   local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - taken - 1)
   if #seqs == 0 then break end
@@ -648,6 +714,7 @@ while taken < max and budget > 0 do
     reply[#reply + 1] = tonumber(seq)
     reply[#reply + 1] = save(q, seq, r)
     add_payload(values[2 * i], r)
+    if batch > 1 and r[HAS_SESSION] == 1 then lock_behind(seq, r) end
   end
   -- Before flush(): until then the first ranks are still exactly the picked messages.
   redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, used - 1)
@@ -727,10 +794,16 @@ local now = tonumber(ARGV[1])
 local seq, r = locked_by(q, ARGV[2])
 if not seq then return 0 end
 put(q, 'ZREM', 'k', seq)
-if r[DELIVERIES] >= q.maxd then
-  kill(q, seq, r, MAX_DELIVERIES, false, now)
+-- Locked behind its session's head, it waits again, with the ones behind it; a head takes them with it.
+if r[HAS_SESSION] == 1 and redis.call('HGET', q.base .. 'h', r[SESSION]) ~= seq then
+  back_to_waiting(q, seq, r, true)
 else
-  deliverable(q, seq, r, now + tonumber(ARGV[3]), now)
+  back_to_waiting(q, seq, r, false)
+  if r[DELIVERIES] >= q.maxd then
+    kill(q, seq, r, MAX_DELIVERIES, false, now)
+  else
+    deliverable(q, seq, r, now + tonumber(ARGV[3]), now)
+  end
 end
 finish(q)
 return 1
