@@ -380,9 +380,16 @@ export class Consumer<T> {
     const { message } = job;
     let next = job.next;
     const started = this.queue.messaging.clock.monotonic();
-    const following: Job[] = [];
-    for (let later = next; later !== undefined && this.#runnable(later); later = later.next)
-      following.push(later);
+    // Collected only for a handler that looks: most messages have no batch behind them.
+    let following: Job[] | undefined;
+    const followingJobs = () => {
+      if (following === undefined) {
+        following = [];
+        for (let later = job.next; later !== undefined && this.#runnable(later); later = later.next)
+          following.push(later);
+      }
+      return following;
+    };
     let taken: Job[] = [];
     try {
       await this.#handler(message as ReceivedMessage<T>, {
@@ -390,10 +397,13 @@ export class Consumer<T> {
           return job.signal;
         },
         session: message.sessionId === undefined ? undefined : this.#session(message),
-        following: following.map((later) => later.message),
+        get following() {
+          return followingJobs().map((later) => later.message);
+        },
         take(count: number) {
-          assertInteger('count', count, 0, following.length - taken.length);
-          taken = following.slice(0, taken.length + count);
+          const jobs = followingJobs();
+          assertInteger('count', count, 0, jobs.length - taken.length);
+          taken = jobs.slice(0, taken.length + count);
         },
       });
       if (taken.length > 0) {
