@@ -4,12 +4,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { systemClock } from '@stratus/core';
+import { postgresForSuite, waitUntil } from '@stratus/testkit';
+import pg from 'pg';
 import { conferenceView } from '../read-models/conference-view.js';
 import { configFromEnv } from './config.js';
-import { openInfrastructure, type ViewChange } from './infrastructure.js';
+import { type HeardViewChange, openInfrastructure, type ViewChange } from './infrastructure.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-infrastructure-'));
-after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
+const postgres = await postgresForSuite('conference-infrastructure');
+after(async () => {
+  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
+  await postgres.release();
+});
 
 describe('openInfrastructure (embedded)', () => {
   test("a view runner reports its view's activation as a change of every document", async () => {
@@ -28,5 +34,34 @@ describe('openInfrastructure (embedded)', () => {
     await running;
     assert.deepEqual(changes, ['all'], 'documents read before the view served may be stale');
     await infrastructure.close();
+  });
+});
+
+describe('openInfrastructure (PostgreSQL)', { skip: postgres.skip }, () => {
+  test('view changes are unheard until LISTEN takes effect and while its connection is down', async () => {
+    const schema = 'infrastructure_listen';
+    const infrastructure = await openInfrastructure(
+      configFromEnv({ DATABASE_URL: postgres.url as string, DATABASE_SCHEMA: schema }),
+      systemClock,
+    );
+    const admin = new pg.Pool({ connectionString: postgres.url as string, max: 1 });
+    try {
+      const heard: HeardViewChange[] = [];
+      infrastructure.viewChanges?.((change) => heard.push(change));
+      assert.deepEqual(heard, ['unheard'], 'nothing can be heard before LISTEN');
+      await waitUntil(() => heard.length === 2, 'LISTEN to take effect', 10_000);
+      assert.deepEqual(heard, ['unheard', 'all']);
+      const { rows } = await admin.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1',
+        [`LISTEN "${schema}_view_changes"`],
+      );
+      assert.equal(rows.length, 1);
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
+      await waitUntil(() => heard.length === 4, 'the loss, then LISTEN again', 10_000);
+      assert.deepEqual(heard.slice(2), ['unheard', 'all']);
+    } finally {
+      await admin.end();
+      await infrastructure.close();
+    }
   });
 });

@@ -48,10 +48,11 @@ export interface Infrastructure {
    */
   runner(view: DocumentProjectionDefinition, onChange: (keys: ViewChange) => void): ProjectionRunner<unknown>;
   /**
-   * Where a process without view runners hears the documents the runners of other processes change ('all' when
-   * some may have gone unheard); undefined where nothing tells (the embedded default runs its views in process).
+   * Where a process without view runners hears the documents the runners of other processes change: 'unheard' first
+   * and whenever changes may go unheard from then on, 'all' once they are heard again (any may have changed
+   * meanwhile); undefined where nothing tells (the embedded default runs its views in process).
    */
-  readonly viewChanges?: (listener: (keys: ViewChange) => void) => void;
+  readonly viewChanges?: (listener: (change: HeardViewChange) => void) => void;
   close(): Promise<void>;
 }
 
@@ -63,6 +64,9 @@ export const APPEND_DELAY_MS = 10;
 
 /** The documents a view changed, or 'all' when any may have. */
 export type ViewChange = readonly DocumentKey[] | 'all';
+
+/** A view change as another process hears it, or 'unheard': changes may go unheard until the next 'all'. */
+export type HeardViewChange = ViewChange | 'unheard';
 
 /** Reports the runner's activation to `onChange` as a change of every document. */
 function reportingActivation(
@@ -170,10 +174,16 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
       );
     },
     viewChanges(hear) {
-      listener.watchAll((payload) =>
-        hear(
-          payload === undefined || payload === ALL_DOCUMENTS ? 'all' : (JSON.parse(payload) as DocumentKey[]),
-        ),
+      // Nothing is heard until LISTEN takes effect, which reports 'all', nor while its connection is down.
+      if (!listener.listening) hear('unheard');
+      listener.watchAll(
+        (payload) =>
+          hear(
+            payload === undefined || payload === ALL_DOCUMENTS
+              ? 'all'
+              : (JSON.parse(payload) as DocumentKey[]),
+          ),
+        () => hear('unheard'),
       );
     },
     async close() {

@@ -27,7 +27,12 @@ import {
 import { conferenceView } from '../read-models/conference-view.js';
 import { orderView } from '../read-models/order-view.js';
 import type { ConferenceConfig } from './config.js';
-import { APPEND_DELAY_MS, openInfrastructure, type ViewChange } from './infrastructure.js';
+import {
+  APPEND_DELAY_MS,
+  type HeardViewChange,
+  openInfrastructure,
+  type ViewChange,
+} from './infrastructure.js';
 import { documentQueries, type Queries } from './queries.js';
 import {
   ConferenceManagement,
@@ -88,7 +93,7 @@ export interface StartOptions {
    * default's worker thread): with it, waits wake at once and documents are cached until they change. 'all' means
    * changes may have gone unreported (that thread was restarted).
    */
-  readonly viewChanges?: (listener: (keys: ViewChange) => void) => void;
+  readonly viewChanges?: (listener: (change: HeardViewChange) => void) => void;
   /**
    * Hears the documents this part's view runners change, once committed, or 'all' (a view started serving), to pass
    * on to another thread.
@@ -121,15 +126,20 @@ export async function startConferenceSystem(
   const runsWorker = config.role !== 'web';
   // Without view runners in this process or word from them, poll the views briskly instead. Documents are cached
   // until they change where each change is reported once committed: embedded (the runners report after their
-  // commit), and over PostgreSQL's NOTIFY, sent in each batch's transaction (a LISTEN that takes effect again
-  // reports everything changed). A process only running runners on PostgreSQL hears them before their commit.
+  // commit), and over PostgreSQL's NOTIFY, sent in each batch's transaction (nothing is cached while LISTEN is not in
+  // effect, and once it is again everything counts as changed). A process only running runners on PostgreSQL hears
+  // them before their commit.
   const viewChanges =
     options.viewChanges ?? (config.role === 'worker' ? undefined : infrastructure.viewChanges);
   const hearsChanges = runsWorker || viewChanges !== undefined;
   const waits = new DocumentWaits(clock, hearsChanges ? 250 : 25, {
     cacheDocuments: config.databaseUrl === undefined ? hearsChanges : viewChanges !== undefined,
   });
-  viewChanges?.((keys) => (keys === 'all' ? waits.changedAll() : waits.changed(keys)));
+  viewChanges?.((change) => {
+    if (change === 'unheard') waits.unheard();
+    else if (change === 'all') waits.hearingAgain();
+    else waits.changed(change);
+  });
   const queries = documentQueries(
     waits.track(infrastructure.reader(conferenceView)),
     waits.track(infrastructure.reader(orderView)),

@@ -60,6 +60,24 @@ describe('DocumentWaits', () => {
     assert.equal(state.reads, 2, 'the cached read, then one after the cache was forgotten');
   });
 
+  it('caches nothing while changes may go unheard, and again once they are heard', async () => {
+    const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
+    const { reader, state } = countingReader(docs);
+    const waits = new DocumentWaits(new VirtualClock(), 250, { cacheDocuments: true });
+    const tracked = waits.track(reader);
+    await tracked.get('order', '1');
+    waits.unheard();
+    assert.deepEqual(await tracked.get('order', '1'), { status: 'pending' });
+    // A change nobody reports: each read while unheard goes to the store and sees it.
+    docs.set('order/1', { status: 'reserved' });
+    assert.deepEqual(await tracked.get('order', '1'), { status: 'reserved' });
+    assert.equal(state.reads, 3, 'no read was served from the cache while unheard');
+    waits.hearingAgain();
+    await tracked.get('order', '1');
+    await tracked.get('order', '1');
+    assert.equal(state.reads, 4, 'cached again once changes are heard');
+  });
+
   it('does not keep a read that a change overtook', async () => {
     const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
     const { reader, state } = countingReader(docs);

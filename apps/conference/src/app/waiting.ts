@@ -15,7 +15,8 @@ const CACHED_DOCUMENTS = 20_000;
  * Without a view runner in this process nothing reports changes, and the poll interval bounds the wait.
  *
  * With `cacheDocuments` (only where every change is reported once committed: the view runners run here, on SQLite),
- * documents read by id are kept until they change, so polling clients and waiting checks cost no query. Cached
+ * documents read by id are kept until they change, so polling clients and waiting checks cost no query; while
+ * changes may go unheard (`unheard`, until `hearingAgain`), none are. Cached
  * documents are shared by every caller: they must not be modified. A view version switched in while running is not
  * noticed (the system switches versions across restarts only).
  */
@@ -27,6 +28,8 @@ export class DocumentWaits {
   readonly #documents: Map<string, unknown> | undefined;
   /** Changes heard so far: a read that a change overtook is not cached. */
   #changes = 0;
+  /** False while changes may go unheard: then nothing is cached. */
+  #hearing = true;
 
   constructor(clock: Clock, pollMs: number, options: { readonly cacheDocuments?: boolean } = {}) {
     this.#clock = clock;
@@ -41,7 +44,7 @@ export class DocumentWaits {
         const key = keyOf(collection, id);
         this.#reads.getStore()?.add(key);
         const documents = this.#documents;
-        if (documents === undefined) return reader.get<T>(collection, id);
+        if (documents === undefined || !this.#hearing) return reader.get<T>(collection, id);
         if (documents.has(key)) return documents.get(key) as T | undefined;
         const changesBefore = this.#changes;
         const doc = await reader.get<T>(collection, id);
@@ -73,6 +76,18 @@ export class DocumentWaits {
     this.#changes++;
     this.#documents?.clear();
     for (const waiting of [...this.#waiters.values()]) for (const done of [...waiting]) done();
+  }
+
+  /** Changes may go unheard from now on (what reports them is down): cache nothing until `hearingAgain`. */
+  unheard(): void {
+    this.#hearing = false;
+    this.changedAll();
+  }
+
+  /** Changes are reported again after `unheard`: any document may have changed meanwhile. */
+  hearingAgain(): void {
+    this.changedAll();
+    this.#hearing = true;
   }
 
   /** `check`'s first answer other than undefined, or undefined once `timeoutMs` passed. */

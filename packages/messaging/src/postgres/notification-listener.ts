@@ -14,6 +14,7 @@ export class NotificationListener {
   readonly #channel: string;
   readonly #watchers = new Map<string, Set<() => void>>();
   readonly #payloadWatchers = new Set<(payload: string | undefined) => void>();
+  readonly #lostWatchers = new Set<() => void>();
   #client: PoolClient | undefined;
   /** Removes our handlers from a client we hold or are opening. */
   readonly #detach = new Map<PoolClient, () => void>();
@@ -50,14 +51,18 @@ export class NotificationListener {
 
   /**
    * Hears every notification on the channel with its payload, and `undefined` each time LISTEN takes effect (what
-   * was sent while nobody listened is gone: assume anything changed).
+   * was sent while nobody listened is gone: assume anything changed). `onLost` hears the LISTEN connection drop:
+   * from then until the next `undefined` (and before the first), notifications go unheard.
    */
-  watchAll(listener: (payload: string | undefined) => void): () => void {
+  watchAll(listener: (payload: string | undefined) => void, onLost?: () => void): () => void {
     const entry = (payload: string | undefined) => listener(payload);
+    const lostEntry = onLost === undefined ? undefined : () => onLost();
     this.#payloadWatchers.add(entry);
+    if (lostEntry !== undefined) this.#lostWatchers.add(lostEntry);
     this.#ensureListening();
     return () => {
       this.#payloadWatchers.delete(entry);
+      if (lostEntry !== undefined) this.#lostWatchers.delete(lostEntry);
     };
   }
 
@@ -70,6 +75,7 @@ export class NotificationListener {
     this.#closed = true;
     this.#watchers.clear();
     this.#payloadWatchers.clear();
+    this.#lostWatchers.clear();
     clearTimeout(this.#retryTimer);
     await this.#opening;
     this.#drop(this.#client);
@@ -122,6 +128,7 @@ export class NotificationListener {
     if (this.#client !== client) return;
     this.#client = undefined;
     this.#drop(client);
+    for (const listener of this.#lostWatchers) listener();
     this.#retry();
   }
 

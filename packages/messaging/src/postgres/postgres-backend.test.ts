@@ -72,6 +72,31 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       assert.equal(heard.length, 3, 'nothing after stop');
     });
 
+    it('tells a payload watcher when its LISTEN connection is lost, then wakes it when LISTEN is back', async () => {
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      pool.on('error', () => {});
+      pools.push(pool);
+      const channel = `stratus_test_lost_${process.pid}`;
+      const listener = new NotificationListener(() => pool.connect(), channel);
+      const heard: (string | undefined)[] = [];
+      const stop = listener.watchAll(
+        (payload) => heard.push(payload),
+        () => heard.push('lost'),
+      );
+      await listener.opened();
+      const { rows } = await admin.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1',
+        [`LISTEN "${channel}"`],
+      );
+      assert.equal(rows.length, 1);
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
+      await waitUntil(() => heard.length === 3, 'the loss, then LISTEN again', 10_000);
+      assert.deepEqual(heard, [undefined, 'lost', undefined]);
+      assert.equal(listener.listening, true);
+      stop();
+      await listener.close();
+    });
+
     it('validates its options', () => {
       assert.throws(() => postgresMessageBackend({}), /pool/);
       assert.throws(
