@@ -8,7 +8,7 @@ import { type LeaseStore, PostgresLeaseStore, SqliteLeaseStore } from '@stratus/
 import type { Clock } from '@stratus/core';
 import {
   ALL_DOCUMENTS,
-  type DocumentKey,
+  type AnnouncedChange,
   type DocumentProjectionDefinition,
   type DocumentReader,
   EventStore,
@@ -62,8 +62,8 @@ export interface Infrastructure {
  */
 export const APPEND_DELAY_MS = 10;
 
-/** The documents a view changed, or 'all' when any may have. */
-export type ViewChange = readonly DocumentKey[] | 'all';
+/** The documents a view changed (with their new content when announced with it), or 'all' when any may have. */
+export type ViewChange = readonly AnnouncedChange[] | 'all';
 
 /** A view change as another process hears it, or 'unheard': changes may go unheard until the next 'all'. */
 export type HeardViewChange = ViewChange | 'unheard';
@@ -181,7 +181,7 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
           hear(
             payload === undefined || payload === ALL_DOCUMENTS
               ? 'all'
-              : (JSON.parse(payload) as DocumentKey[]),
+              : (JSON.parse(payload) as AnnouncedChange[]),
           ),
         () => hear('unheard'),
       );

@@ -60,6 +60,28 @@ describe('DocumentWaits', () => {
     assert.equal(state.reads, 2, 'the cached read, then one after the cache was forgotten');
   });
 
+  it('takes the content a change announces instead of reading the document again', async () => {
+    const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
+    const { reader, state } = countingReader(docs);
+    const waits = new DocumentWaits(new VirtualClock(), 250, { cacheDocuments: true });
+    const tracked = waits.track(reader);
+    await tracked.get('order', '1');
+    waits.changed([
+      { collection: 'order', id: '1', doc: { status: 'reserved' } },
+      { collection: 'order', id: '2', deleted: true },
+      { collection: 'order', id: '3' },
+    ]);
+    assert.deepEqual(await tracked.get('order', '1'), { status: 'reserved' });
+    assert.equal(await tracked.get('order', '2'), undefined);
+    assert.equal(state.reads, 1, 'announced contents are not read');
+    await tracked.get('order', '3');
+    assert.equal(state.reads, 2, 'a change without content is read');
+    waits.unheard();
+    waits.changed([{ collection: 'order', id: '1', doc: { status: 'confirmed' } }]);
+    await tracked.get('order', '1');
+    assert.equal(state.reads, 3, 'nothing is cached while unheard, announced or not');
+  });
+
   it('caches nothing while changes may go unheard, and again once they are heard', async () => {
     const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
     const { reader, state } = countingReader(docs);

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '@stratus/core';
-import type { DocumentKey, DocumentReader } from '@stratus/eventsourcing';
+import type { AnnouncedChange, DocumentReader } from '@stratus/eventsourcing';
 
 const ANY = '\u0000*';
 const keyOf = (collection: string, id: string) => `${collection}\u0000${id}`;
@@ -48,10 +48,7 @@ export class DocumentWaits {
         if (documents.has(key)) return documents.get(key) as T | undefined;
         const changesBefore = this.#changes;
         const doc = await reader.get<T>(collection, id);
-        if (this.#changes === changesBefore) {
-          if (documents.size >= CACHED_DOCUMENTS) documents.delete(documents.keys().next().value as string);
-          documents.set(key, doc);
-        }
+        if (this.#changes === changesBefore) this.#remember(documents, key, doc);
         return doc;
       },
       find: (collection, lookup) => {
@@ -61,13 +58,20 @@ export class DocumentWaits {
     };
   }
 
-  /** Wakes the waiters on these documents (and on their collections). */
-  changed(keys: readonly DocumentKey[]): void {
+  /**
+   * Wakes the waiters on these documents (and on their collections). A change that carries the document's new
+   * content (or says it was deleted) replaces the cached one, so nobody has to read it.
+   */
+  changed(changes: readonly AnnouncedChange[]): void {
     this.#changes++;
-    for (const { collection, id } of keys) {
-      this.#documents?.delete(keyOf(collection, id));
-      this.#wake(keyOf(collection, id));
-      this.#wake(`${collection}${ANY}`);
+    const documents = this.#documents;
+    for (const change of changes) {
+      const key = keyOf(change.collection, change.id);
+      if (documents !== undefined && this.#hearing && ('doc' in change || change.deleted === true))
+        this.#remember(documents, key, change.doc);
+      else documents?.delete(key);
+      this.#wake(key);
+      this.#wake(`${change.collection}${ANY}`);
     }
   }
 
@@ -124,6 +128,12 @@ export class DocumentWaits {
         waiting.add(done);
       }
     });
+  }
+
+  #remember(documents: Map<string, unknown>, key: string, doc: unknown): void {
+    documents.delete(key);
+    if (documents.size >= CACHED_DOCUMENTS) documents.delete(documents.keys().next().value as string);
+    documents.set(key, doc);
   }
 
   #wake(key: string): void {

@@ -11,6 +11,7 @@ import { EventStore } from '../event-store.js';
 import { PostgresEventStore } from '../postgres/postgres-event-store.js';
 import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
 import {
+  type AnnouncedChange,
   type DocumentKey,
   type DocumentProjectionDefinition,
   type DocumentReader,
@@ -204,10 +205,10 @@ describe('document projections on PostgreSQL', { skip: suite.skip }, () => {
     await pool.end();
   });
 
-  it("with notifyChannel, announces a batch's documents when it commits, and never a rolled-back one", async () => {
+  it("with notifyChannel, announces a batch's documents when it commits (with their content once its version serves), never a rolled-back one", async () => {
     const pool = new pg.Pool({ connectionString: suite.url, max: 4 });
     const schema = 'docs_notify';
-    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    const target = new PostgresProjectionTarget({ pool, schema });
     const projection = postgresDocumentProjection(carts, { schema, notifyChannel: 'carts_changed' });
     const listener = await pool.connect();
     const heard: string[] = [];
@@ -235,16 +236,98 @@ describe('document projections on PostgreSQL', { skip: suite.skip }, () => {
         client.release();
       }
     };
-    const setup = await pool.connect();
-    await projection.setup(setup, 1);
-    setup.release();
+    // Notifications arrive in commit order: a rolled-back one would come before the marker.
+    const heardUpToMarker = async () => {
+      await pool.query(`SELECT pg_notify('carts_changed', 'marker')`);
+      await waitUntil(() => heard.includes('marker'), 'the marker heard');
+      return heard.splice(0).map((payload) => (payload === 'marker' ? payload : JSON.parse(payload)));
+    };
+    await target.prepare('carts', 1, (client) => projection.setup(client, 1));
     await batch([event('CartOpened', 1)], 'ROLLBACK');
     await batch([event('CartOpened', 1), event('ItemAdded', 2)], 'COMMIT');
-    // Notifications arrive in commit order: a rolled-back one would come before this marker.
-    await pool.query(`SELECT pg_notify('carts_changed', 'marker')`);
-    await waitUntil(() => heard.includes('marker'), 'the marker heard');
-    assert.deepEqual(heard, [JSON.stringify([{ collection: 'cart', id: 'c-1' }]), 'marker']);
+    assert.deepEqual(
+      await heardUpToMarker(),
+      [[{ collection: 'cart', id: 'c-1' }], 'marker'],
+      'a version still building announces keys only',
+    );
+    await target.activate('carts', 1);
+    await batch([event('ItemAdded', 3)], 'COMMIT');
+    assert.deepEqual(await heardUpToMarker(), [
+      [{ collection: 'cart', id: 'c-1', doc: { id: 'c-1', owner: 'ann', items: 2 } }],
+      'marker',
+    ]);
+    await batch([event('CheckedOut', 4)], 'COMMIT');
+    assert.deepEqual(await heardUpToMarker(), [
+      [
+        { collection: 'cart', id: 'c-1', deleted: true },
+        { collection: 'owner', id: 'ann', doc: { checkouts: 1 } },
+      ],
+      'marker',
+    ]);
     assert.throws(() => postgresDocumentProjection(carts, { schema, notifyChannel: '' }), /notifyChannel/);
+    assert.throws(() => postgresDocumentProjection(carts, { schema: 'Bad' }), /schema/);
+    assert.throws(
+      () => postgresDocumentProjection(carts, { schema, registrySchema: 'a-b' }),
+      /registrySchema/,
+    );
+    listener.release();
+    await pool.end();
+  });
+
+  it('announces a batch too big for one notification in several, the content of each document that fits', async () => {
+    const pool = new pg.Pool({ connectionString: suite.url, max: 4 });
+    const schema = 'docs_notify_big';
+    const target = new PostgresProjectionTarget({ pool, schema });
+    const notes: DocumentProjectionDefinition = {
+      name: 'notes',
+      version: 1,
+      documentsOf: (event) => [{ collection: 'note', id: (event.data as { note: string }).note }],
+      apply(event, session) {
+        const { note, text } = event.data as { note: string; text: string };
+        session.put('note', note, { text });
+      },
+    };
+    const projection = postgresDocumentProjection(notes, { schema, notifyChannel: 'notes_changed' });
+    await target.prepare('notes', 1, (client) => projection.setup(client, 1));
+    await target.activate('notes', 1);
+    const listener = await pool.connect();
+    const heard: string[] = [];
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    await listener.query('LISTEN notes_changed');
+    const written = (note: number, text: string): RecordedEvent => ({
+      id: `n-${note}`,
+      type: 'NoteWritten',
+      data: { note: `n-${note}`, text },
+      metadata: {},
+      schemaVersion: 1,
+      streamName: `note-n-${note}`,
+      streamVersion: 1,
+      globalPosition: note + 1,
+      recordedAt: 0,
+    });
+    // 40 notes of about 300 bytes each, and one too big to announce.
+    const events = [
+      ...Array.from({ length: 40 }, (_, i) => written(i, 'x'.repeat(250))),
+      written(40, 'y'.repeat(9000)),
+    ];
+    const client = await pool.connect();
+    await client.query('BEGIN');
+    await projection.applyBatch?.(client, events, 1);
+    await client.query('COMMIT');
+    client.release();
+    await waitUntil(
+      () => heard.flatMap((payload) => JSON.parse(payload)).length === 41,
+      'every note announced',
+    );
+    assert.ok(heard.length > 1, `several notifications (${heard.length})`);
+    for (const payload of heard) assert.ok(Buffer.byteLength(payload) < 8000);
+    const announced = heard.flatMap((payload) => JSON.parse(payload) as AnnouncedChange[]);
+    assert.deepEqual(
+      announced.map((change) => change.id),
+      Array.from({ length: 41 }, (_, i) => `n-${i}`),
+    );
+    assert.deepEqual(announced[0]?.doc, { text: 'x'.repeat(250) });
+    assert.deepEqual(announced[40], { collection: 'note', id: 'n-40' }, 'too big: the key alone');
     listener.release();
     await pool.end();
   });

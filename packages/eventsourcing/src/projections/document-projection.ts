@@ -1,5 +1,5 @@
 import { assertFunction, InvalidOptionsError } from '@stratus/core';
-import type { SqliteDatabase } from '@stratus/messaging';
+import { POSTGRES_SCHEMA_NAME, type SqliteDatabase } from '@stratus/messaging';
 import type { Pool, PoolClient } from 'pg';
 import type { RecordedEvent } from '../backend.js';
 import type { Projection } from './projection-runner.js';
@@ -177,10 +177,25 @@ export interface PostgresDocumentProjectionOptions extends DocumentProjectionOpt
   /**
    * Announces each batch's changed documents with NOTIFY on this channel, inside the batch's transaction: other
    * processes hear them once the batch committed, and never for one rolled back, so a reader there that caches
-   * documents until they change can trust what it hears. The payload is the keys as JSON, or ALL_DOCUMENTS when
-   * they would not fit in a notification.
+   * documents until they change can trust what it hears, and take the new content from the announcement instead of
+   * reading it. Each payload is a JSON array of AnnouncedChange (as many notifications as it takes), or
+   * ALL_DOCUMENTS.
    */
   readonly notifyChannel?: string;
+  /**
+   * The schema of the views' registry (the PostgresProjectionTarget's), where an announcement looks up whether the
+   * version writing serves reads; default `schema`.
+   */
+  readonly registrySchema?: string;
+}
+
+/**
+ * A document a batch changed, as announced on a notifyChannel: its new content in `doc`, or `deleted`; neither when
+ * the content was too big to announce or the version that wrote it does not serve reads (read it again).
+ */
+export interface AnnouncedChange extends DocumentKey {
+  readonly doc?: unknown;
+  readonly deleted?: true;
 }
 
 /** The payload of a change notification that names no documents: any may have changed. */
@@ -189,12 +204,61 @@ export const ALL_DOCUMENTS = '*';
 /** NOTIFY payloads stop short of 8000 bytes. */
 const MAX_PAYLOAD = 7900;
 
+/**
+ * The notifications announcing `changes` (`docs`: each put's JSON, by index): entries packed into as few payloads as
+ * fit, with their content when `withContent` and it fits.
+ */
+function announcements(
+  changes: readonly Change[],
+  docs: readonly (string | undefined)[],
+  withContent: boolean,
+) {
+  const payloads: string[] = [];
+  let entries: string[] = [];
+  let bytes = 2;
+  const flush = () => {
+    if (entries.length > 0) payloads.push(`[${entries.join(',')}]`);
+    entries = [];
+    bytes = 2;
+  };
+  for (const [i, { key }] of changes.entries()) {
+    const keyJson = `"collection":${JSON.stringify(key.collection)},"id":${JSON.stringify(key.id)}`;
+    let entry = `{${keyJson}}`;
+    if (withContent) {
+      const doc = docs[i];
+      const full = doc === undefined ? `{${keyJson},"deleted":true}` : `{${keyJson},"doc":${doc}}`;
+      if (Buffer.byteLength(full) + 2 <= MAX_PAYLOAD) entry = full;
+    }
+    const size = Buffer.byteLength(entry);
+    if (size + 2 > MAX_PAYLOAD) {
+      // Even its key does not fit: say that anything may have changed.
+      payloads.push(ALL_DOCUMENTS);
+      continue;
+    }
+    if (bytes + size + 1 > MAX_PAYLOAD) flush();
+    entries.push(entry);
+    bytes += size + 1;
+  }
+  flush();
+  return payloads;
+}
+
 export function postgresDocumentProjection(
   definition: DocumentProjectionDefinition,
   options: PostgresDocumentProjectionOptions,
 ): Projection<PoolClient> {
   checkDefinition(definition);
-  const { notifyChannel } = options;
+  for (const [name, value] of [
+    ['schema', options.schema],
+    ['registrySchema', options.registrySchema ?? options.schema],
+  ] as const) {
+    if (typeof value !== 'string' || !POSTGRES_SCHEMA_NAME.test(value))
+      throw new InvalidOptionsError(
+        name,
+        `expected a lower-case SQL identifier, got ${JSON.stringify(value)}`,
+      );
+  }
+  const { notifyChannel, registrySchema = options.schema } = options;
   if (notifyChannel !== undefined && (typeof notifyChannel !== 'string' || notifyChannel.length === 0))
     throw new InvalidOptionsError('notifyChannel', 'expected a channel name');
   const table = (version: number) => `"${options.schema}".${documentTable(definition.name, version)}`;
@@ -216,6 +280,9 @@ export function postgresDocumentProjection(
       );
       const loaded = new Map(rows.map((row) => [keyOf(row.collection, row.id), row.doc]));
       const changes = applyInMemory(definition, events, loaded);
+      const docs = changes.map((change) =>
+        change.doc === undefined ? undefined : JSON.stringify(change.doc),
+      );
       const puts = changes.filter((change) => change.doc !== undefined);
       const deletes = changes.filter((change) => change.doc === undefined);
       if (puts.length > 0) {
@@ -227,7 +294,7 @@ export function postgresDocumentProjection(
             puts.map((change) => change.key.collection),
             puts.map((change) => change.key.id),
             puts.map((change) => change.lookup),
-            puts.map((change) => JSON.stringify(change.doc)),
+            docs.filter((doc) => doc !== undefined),
           ],
         );
       }
@@ -239,11 +306,19 @@ export function postgresDocumentProjection(
         );
       }
       if (notifyChannel !== undefined && changes.length > 0) {
-        const payload = JSON.stringify(changes.map((change) => change.key));
-        await client.query('SELECT pg_notify($1, $2)', [
-          notifyChannel,
-          payload.length < MAX_PAYLOAD ? payload : ALL_DOCUMENTS,
-        ]);
+        // Contents only from the version serving reads, as this transaction sees it (its commit locked the row).
+        await client.query(
+          `SELECT pg_notify($1, p) FROM unnest(
+             CASE WHEN (SELECT status FROM "${registrySchema}".es_views WHERE name = $4 AND version = $5) = 'active'
+             THEN $2::text[] ELSE $3::text[] END) AS p`,
+          [
+            notifyChannel,
+            announcements(changes, docs, true),
+            announcements(changes, docs, false),
+            definition.name,
+            version,
+          ],
+        );
       }
       notify(options, changes);
     },
