@@ -8,6 +8,8 @@ import { CacheAside } from '@stratus/data';
 import type { DocumentReader } from '@stratus/eventsourcing';
 import {
   CONFERENCE,
+  CONFERENCE_SLUG,
+  type ConferenceSlugView,
   type ConferenceView,
   OWNER_LOGIN,
   type OwnerLoginView,
@@ -75,8 +77,8 @@ export function documentQueries(conferences: DocumentReader, orders: DocumentRea
   return {
     conference,
     async conferenceBySlug(slug) {
-      const [found] = await conferences.find<ConferenceView>(CONFERENCE, slug);
-      return found;
+      const found = await conferences.get<ConferenceSlugView>(CONFERENCE_SLUG, slug);
+      return found === undefined ? undefined : conference(found.conferenceId);
     },
     async publishedConferences() {
       return (await conferences.find<ConferenceView>(CONFERENCE)).filter((view) => view.isPublished);

@@ -126,11 +126,10 @@ export async function startConferenceSystem(
   const runsWorker = config.role !== 'web';
   // Without view runners in this process or word from them, poll the views briskly instead. Documents are cached
   // until they change where each change is reported once committed: embedded (the runners report after their
-  // commit), and over PostgreSQL's NOTIFY, sent in each batch's transaction (nothing is cached while LISTEN is not in
-  // effect, and once it is again everything counts as changed). A process only running runners on PostgreSQL hears
-  // them before their commit.
-  const viewChanges =
-    options.viewChanges ?? (config.role === 'worker' ? undefined : infrastructure.viewChanges);
+  // commit), and over PostgreSQL's NOTIFY, sent in each batch's transaction with the documents' new content (nothing
+  // is cached while LISTEN is not in effect, and once it is again everything counts as changed). Workers listen too:
+  // their own runners report before the commit, which only drops documents that the NOTIFY then brings.
+  const viewChanges = options.viewChanges ?? infrastructure.viewChanges;
   const hearsChanges = runsWorker || viewChanges !== undefined;
   const waits = new DocumentWaits(clock, hearsChanges ? 250 : 25, {
     cacheDocuments: config.databaseUrl === undefined ? hearsChanges : viewChanges !== undefined,

@@ -1,6 +1,7 @@
 /**
  * The conference read model (the Journey's ConferenceViewModelGenerator): one document per conference with its seat
- * types and how many seats of each are still available, looked up by slug, plus one per owner login. The runner
+ * types and how many seats of each are still available, plus one per slug and one per owner login, so each lookup
+ * reads a document by id (which readers can cache until it changes). The runner
  * applies each event exactly once (the position commits with the documents), so the Journey's version guards
  * against duplicates are not needed here.
  */
@@ -42,12 +43,18 @@ export interface ConferenceView {
   readonly remaining: Readonly<Record<string, number>>;
 }
 
+/** Finds a conference by its slug (which never changes). */
+export interface ConferenceSlugView {
+  readonly conferenceId: string;
+}
+
 /** Finds a conference by its owner's e-mail and access code. */
 export interface OwnerLoginView {
   readonly conferenceId: string;
 }
 
 export const CONFERENCE = 'conference';
+export const CONFERENCE_SLUG = 'conferenceSlug';
 export const OWNER_LOGIN = 'ownerLogin';
 
 /** The lookup key of an owner login: e-mail compared case-insensitively, the code exactly. */
@@ -86,7 +93,8 @@ function update(
 
 export const conferenceView: DocumentProjectionDefinition = {
   name: 'conferences',
-  version: 1,
+  // 2: slug documents.
+  version: 2,
   eventTypes: [
     'ConferenceCreated',
     'ConferenceUpdated',
@@ -102,8 +110,11 @@ export const conferenceView: DocumentProjectionDefinition = {
   documentsOf(event): DocumentKey[] {
     const keys: DocumentKey[] = [{ collection: CONFERENCE, id: conferenceIdOf(event as ViewEvent) }];
     if (event.type === 'ConferenceCreated') {
-      const { owner, accessCode } = event.data as { owner: Owner; accessCode: string };
-      keys.push({ collection: OWNER_LOGIN, id: ownerLoginId(owner.email, accessCode) });
+      const { owner, accessCode, slug } = event.data as { owner: Owner; accessCode: string; slug: string };
+      keys.push(
+        { collection: CONFERENCE_SLUG, id: slug },
+        { collection: OWNER_LOGIN, id: ownerLoginId(owner.email, accessCode) },
+      );
     }
     return keys;
   },
@@ -125,6 +136,7 @@ export const conferenceView: DocumentProjectionDefinition = {
           remaining: {},
         };
         session.put(CONFERENCE, id, view, slug);
+        session.put(CONFERENCE_SLUG, slug, { conferenceId } satisfies ConferenceSlugView);
         session.put(OWNER_LOGIN, ownerLoginId(owner.email, accessCode), {
           conferenceId,
         } satisfies OwnerLoginView);

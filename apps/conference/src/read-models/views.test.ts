@@ -10,6 +10,7 @@ import { openSqlite, type SqliteDatabase } from '@stratus/messaging';
 import type { RegistrationEvent } from '../domain/contracts.js';
 import {
   CONFERENCE,
+  CONFERENCE_SLUG,
   type ConferenceView,
   conferenceView,
   OWNER_LOGIN,
@@ -98,6 +99,7 @@ describe('conference view', () => {
     assert.equal(conference?.slug, 'cqrs27');
     assert.equal(conference?.isPublished, false);
     assert.deepEqual(view.find<ConferenceView>(CONFERENCE, 'cqrs27').length, 1);
+    assert.deepEqual(view.get(CONFERENCE_SLUG, 'cqrs27'), { conferenceId: 'c1' });
     assert.deepEqual(view.get(OWNER_LOGIN, ownerLoginId('ann@example.COM', 'ABC123')), {
       conferenceId: 'c1',
     });
