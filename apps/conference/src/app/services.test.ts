@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { uuidv7 } from '@stratus/core';
-import { CommandBus, EventStore, MemoryEventStore } from '@stratus/eventsourcing';
+import { CommandBus, EventStore, MemoryEventStore, type RecordedEvent } from '@stratus/eventsourcing';
 import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
 import { remainingSeats } from '../domain/seats-availability.js';
-import { createRepositories, registerCommandHandlers } from './services.js';
+import { createRepositories, integrationHandler, registerCommandHandlers } from './services.js';
 
 describe('availability commands', () => {
   async function seatsWorker() {
@@ -78,5 +78,60 @@ describe('availability commands', () => {
     assert.equal(new Set(events.map((event) => event.metadata.correlationId)).size, 4);
     const { state } = await repositories.seatsAvailability.load(conferenceId);
     assert.deepEqual(remainingSeats(state), [{ seatTypeId, quantity: 0 }]);
+  });
+});
+
+describe('the OrderConfirmed reaction', () => {
+  it("creates the seat assignments from the event's seats without reading the order, and from the order for an event recorded without them", async () => {
+    const clock = new VirtualClock({ now: Date.UTC(2026, 0, 1) });
+    const store = new EventStore({ backend: new MemoryEventStore(), clock });
+    const orderReads: string[] = [];
+    const readStream = store.readStream.bind(store);
+    store.readStream = ((streamName, query) => {
+      if (streamName.startsWith('order-')) orderReads.push(streamName);
+      return readStream(streamName, query);
+    }) as EventStore['readStream'];
+    const repositories = createRepositories(store);
+    const react = integrationHandler({ repositories, send: async () => {} });
+    const seatTypeId = uuidv7();
+    const confirmed = async (data: object) => {
+      const [recorded] = await store.readStream(`order-${(data as { orderId: string }).orderId}`, {
+        direction: 'backwards',
+        maxCount: 1,
+      });
+      return recorded as RecordedEvent;
+    };
+    // An order placed and confirmed, as the order aggregate records it.
+    const place = async (orderId: string, confirmation: object) => {
+      await store.appendToStream(`order-${orderId}`, [
+        {
+          type: 'OrderPlaced',
+          data: {
+            orderId,
+            conferenceId: uuidv7(),
+            seats: [{ seatTypeId, quantity: 2 }],
+            reservationAutoExpiration: 0,
+            accessCode: 'ABCDEF',
+          },
+        },
+        { type: 'OrderConfirmed', data: confirmation },
+      ]);
+      return confirmed(confirmation);
+    };
+
+    const withSeats = uuidv7();
+    const event = await place(withSeats, { orderId: withSeats, seats: [{ seatTypeId, quantity: 2 }] });
+    orderReads.length = 0;
+    await react(event);
+    assert.deepEqual(orderReads, [], 'the seats came with the event');
+    const created = await repositories.seatAssignments.load(withSeats);
+    assert.equal(created.version, 1);
+
+    const old = uuidv7();
+    const oldEvent = await place(old, { orderId: old });
+    orderReads.length = 0;
+    await react(oldEvent);
+    assert.ok(orderReads.length > 0, 'the seats came from the order');
+    assert.equal((await repositories.seatAssignments.load(old)).version, 1);
   });
 });

@@ -408,7 +408,7 @@ export function integrationHandler(deps: IntegrationDependencies): (event: Recor
       }
       case 'OrderConfirmed': {
         const { orderId } = event.data;
-        const { seats } = (await deps.repositories.orders.load(orderId)).state;
+        const seats = event.data.seats ?? (await deps.repositories.orders.load(orderId)).state.seats;
         await handleOnce(
           deps.repositories.seatAssignments,
           seatAssignmentsDecider,

@@ -129,7 +129,14 @@ export type OrderEvent =
       }
     >
   | DomainEvent<'OrderRegistrantAssigned', PersonalInfo & { readonly orderId: string }>
-  | DomainEvent<'OrderConfirmed', { readonly orderId: string }>
+  | DomainEvent<
+      'OrderConfirmed',
+      {
+        readonly orderId: string;
+        /** The seats confirmed, so reactions need not load the order (absent from events recorded before). */
+        readonly seats?: readonly SeatQuantity[];
+      }
+    >
   | DomainEvent<'OrderExpired', { readonly orderId: string }>;
 
 // ---------------------------------------------------------------------------------------------------------------

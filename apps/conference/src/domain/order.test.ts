@@ -274,9 +274,9 @@ describe('RejectOrder', () => {
 });
 
 describe('ConfirmOrder', () => {
-  test('confirms a reserved order', () => {
+  test('confirms a reserved order, with the seats reserved', () => {
     assert.deepEqual(given(orderDecider, reserved).when(confirm), [
-      { type: 'OrderConfirmed', data: { orderId } },
+      { type: 'OrderConfirmed', data: { orderId, seats: [general(5)] } },
     ]);
     assert.equal(given(orderDecider, confirmed).state.confirmed, true);
   });

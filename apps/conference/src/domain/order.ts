@@ -158,7 +158,7 @@ function expire(orderId: string, state: OrderState): OrderEvent[] {
 function confirm(orderId: string, state: OrderState): OrderEvent[] {
   if (state.confirmed) return [];
   if (state.expired) throw new InvalidOperationError('Cannot confirm an expired order.');
-  return [{ type: 'OrderConfirmed', data: { orderId } }];
+  return [{ type: 'OrderConfirmed', data: { orderId, seats: state.seats } }];
 }
 
 function assignRegistrant(data: Data<'AssignRegistrantDetails'>): OrderEvent[] {
