@@ -171,7 +171,7 @@ export function sqliteDocumentProjection(
   };
 }
 
-/** The definition as a projection into PostgreSQL (jsonb documents in `schema`): three round trips per batch. */
+/** The definition as a projection into PostgreSQL (jsonb documents in `schema`): two round trips per batch. */
 export interface PostgresDocumentProjectionOptions extends DocumentProjectionOptions {
   readonly schema: string;
   /**
@@ -283,41 +283,45 @@ export function postgresDocumentProjection(
       const docs = changes.map((change) =>
         change.doc === undefined ? undefined : JSON.stringify(change.doc),
       );
-      const puts = changes.filter((change) => change.doc !== undefined);
-      const deletes = changes.filter((change) => change.doc === undefined);
-      if (puts.length > 0) {
+      if (changes.length > 0) {
+        const puts = changes.filter((change) => change.doc !== undefined);
+        const deletes = changes.filter((change) => change.doc === undefined);
+        const written = [
+          puts.map((change) => change.key.collection),
+          puts.map((change) => change.key.id),
+          puts.map((change) => change.lookup),
+          docs.filter((doc) => doc !== undefined),
+          deletes.map((change) => change.key.collection),
+          deletes.map((change) => change.key.id),
+        ];
+        // One round trip: the writes run as data-modifying parts of the announcing statement. Contents are announced
+        // only by the version serving reads, as this transaction sees it (its commit locked the row).
+        const announcing =
+          notifyChannel === undefined
+            ? { text: 'SELECT 1', values: [] }
+            : {
+                text: `SELECT pg_notify($7, p) FROM unnest(
+                   CASE WHEN (SELECT status FROM "${registrySchema}".es_views WHERE name = $8 AND version = $9)
+                     = 'active' THEN $10::text[] ELSE $11::text[] END) AS p`,
+                values: [
+                  notifyChannel,
+                  definition.name,
+                  version,
+                  announcements(changes, docs, true),
+                  announcements(changes, docs, false),
+                ],
+              };
         await client.query(
-          `INSERT INTO ${table(version)} (collection, id, lookup, doc)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])
-           ON CONFLICT (collection, id) DO UPDATE SET lookup = excluded.lookup, doc = excluded.doc`,
-          [
-            puts.map((change) => change.key.collection),
-            puts.map((change) => change.key.id),
-            puts.map((change) => change.lookup),
-            docs.filter((doc) => doc !== undefined),
-          ],
-        );
-      }
-      if (deletes.length > 0) {
-        await client.query(
-          `DELETE FROM ${table(version)} t USING unnest($1::text[], $2::text[]) AS k(collection, id)
-            WHERE t.collection = k.collection AND t.id = k.id`,
-          [deletes.map((change) => change.key.collection), deletes.map((change) => change.key.id)],
-        );
-      }
-      if (notifyChannel !== undefined && changes.length > 0) {
-        // Contents only from the version serving reads, as this transaction sees it (its commit locked the row).
-        await client.query(
-          `SELECT pg_notify($1, p) FROM unnest(
-             CASE WHEN (SELECT status FROM "${registrySchema}".es_views WHERE name = $4 AND version = $5) = 'active'
-             THEN $2::text[] ELSE $3::text[] END) AS p`,
-          [
-            notifyChannel,
-            announcements(changes, docs, true),
-            announcements(changes, docs, false),
-            definition.name,
-            version,
-          ],
+          `WITH upserted AS (
+             INSERT INTO ${table(version)} (collection, id, lookup, doc)
+               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])
+             ON CONFLICT (collection, id) DO UPDATE SET lookup = excluded.lookup, doc = excluded.doc
+           ), deleted AS (
+             DELETE FROM ${table(version)} t USING unnest($5::text[], $6::text[]) AS k(collection, id)
+              WHERE t.collection = k.collection AND t.id = k.id
+           )
+           ${announcing.text}`,
+          [...written, ...announcing.values],
         );
       }
       notify(options, changes);
