@@ -70,6 +70,11 @@ export interface ConferenceSystem {
   readonly queries: Queries;
   /** Resolves with `check`'s first non-undefined answer, re-checked as views change, or undefined after `timeoutMs`. */
   waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined>;
+  /**
+   * Says that a view document cannot exist yet: its id was just made and the command creating it is not sent yet.
+   * Where documents are cached, reading it then costs no query until its creation is heard.
+   */
+  absent(collection: string, id: string): void;
   /** Whether the system can serve: every background part is running. */
   ready(): boolean;
   /** What the background parts report: view lag and the process manager's outcomes (empty where none run). */
@@ -257,6 +262,7 @@ export async function startConferenceSystem(
     management,
     queries,
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
+    absent: (collection, id) => waits.absent(collection, id),
     ready: () => !failed,
     async backgroundStats() {
       if (options.backgroundStats !== undefined) return options.backgroundStats();

@@ -82,6 +82,22 @@ describe('DocumentWaits', () => {
     assert.equal(state.reads, 3, 'nothing is cached while unheard, announced or not');
   });
 
+  it('knows a document said to be absent missing until a change brings it, without reading it', async () => {
+    const docs = new Map<string, unknown>();
+    const { reader, state } = countingReader(docs);
+    const waits = new DocumentWaits(new VirtualClock(), 250, { cacheDocuments: true });
+    const tracked = waits.track(reader);
+    waits.absent('order', '9');
+    assert.equal(await tracked.get('order', '9'), undefined);
+    waits.changed([{ collection: 'order', id: '9', doc: { status: 'pending' } }]);
+    assert.deepEqual(await tracked.get('order', '9'), { status: 'pending' });
+    assert.equal(state.reads, 0);
+    waits.unheard();
+    waits.absent('order', '10');
+    await tracked.get('order', '10');
+    assert.equal(state.reads, 1, 'not while changes may go unheard');
+  });
+
   it('caches nothing while changes may go unheard, and again once they are heard', async () => {
     const docs = new Map<string, unknown>([['order/1', { status: 'pending' }]]);
     const { reader, state } = countingReader(docs);

@@ -82,6 +82,15 @@ export class DocumentWaits {
     for (const waiting of [...this.#waiters.values()]) for (const done of [...waiting]) done();
   }
 
+  /**
+   * This document cannot exist yet (its id was just made, and what creates it not sent yet): when caching, it is
+   * known missing until a change says otherwise, so waiting for it costs no query.
+   */
+  absent(collection: string, id: string): void {
+    if (this.#documents !== undefined && this.#hearing)
+      this.#remember(this.#documents, keyOf(collection, id), undefined);
+  }
+
   /** Changes may go unheard from now on (what reports them is down): cache nothing until `hearingAgain`. */
   unheard(): void {
     this.#hearing = false;

@@ -17,7 +17,7 @@ import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } 
 import { assertValidPersonalInfo } from '../domain/personal-info.js';
 import { fromCents, toCents } from '../domain/pricing.js';
 import type { ConferenceView } from '../read-models/conference-view.js';
-import type { AssignmentsView, OrderView } from '../read-models/order-view.js';
+import { type AssignmentsView, ORDER, type OrderView } from '../read-models/order-view.js';
 import {
   type ApiOperation,
   type JsonSchema,
@@ -313,6 +313,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
       const conference = await publishedConference(param(request, 'slug'));
       const seats = selection(request.body as SeatSelectionBody, conference);
       const orderId = uuidv7(clock.now());
+      system.absent(ORDER, orderId);
       await commands.send('RegisterToConference', { orderId, conferenceId: conference.id, seats });
       await settle(async () => (await queries.order(orderId)) !== undefined);
       return reply.code(202).header('location', `/api/orders/${orderId}`).send({ orderId });
