@@ -8,7 +8,11 @@ import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
 import { NotificationListener } from './notification-listener.js';
 import { type PostgresMessageBackend, postgresMessageBackend } from './postgres-backend.js';
+import { migrations } from './schema.js';
 import { topicPatternRegex } from './topic-regex.js';
+
+/** The schema version once every migration ran. */
+const LATEST = migrations('any').length;
 
 const suite = await postgresForSuite('messaging-postgres');
 
@@ -112,7 +116,7 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       const { rows } = await admin.query(
         'SELECT component, version FROM concurrent_migrations.stratus_schema',
       );
-      assert.deepEqual(rows, [{ component: 'messaging', version: 1 }]);
+      assert.deepEqual(rows, [{ component: 'messaging', version: LATEST }]);
       await (starting[0] as PostgresMessageBackend).putQueue('after-migration', settings);
       assert.deepEqual(await (starting[3] as PostgresMessageBackend).listQueues(), ['after-migration']);
     });
@@ -121,12 +125,12 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       await open('legacy_migrations').migrate();
       await admin.query('DROP TABLE legacy_migrations.stratus_schema');
       await admin.query('CREATE TABLE legacy_migrations.migrations (version int PRIMARY KEY)');
-      await admin.query('INSERT INTO legacy_migrations.migrations VALUES (1)');
-      // Running migration 1 again would fail on the existing tables.
+      await admin.query('INSERT INTO legacy_migrations.migrations VALUES ($1)', [LATEST]);
+      // Running the migrations again would fail on the existing tables.
       const reopened = open('legacy_migrations');
       await reopened.putQueue('still-there', settings);
       const { rows } = await admin.query('SELECT component, version FROM legacy_migrations.stratus_schema');
-      assert.deepEqual(rows, [{ component: 'messaging', version: 1 }]);
+      assert.deepEqual(rows, [{ component: 'messaging', version: LATEST }]);
       assert.deepEqual(await reopened.listQueues(), ['still-there']);
     });
 

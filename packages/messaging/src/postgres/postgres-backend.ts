@@ -121,6 +121,7 @@ interface Grouped<I, O> {
  */
 export class PostgresMessageBackend implements MessageBackend {
   readonly kind = 'postgres';
+  readonly sessionBatches = true;
   readonly schema: string;
   /** How to create the pool the backend owns; undefined when the user gave theirs. */
   readonly #ownPool: { readonly connectionString: string; readonly max: number } | undefined;
@@ -506,6 +507,7 @@ export class PostgresMessageBackend implements MessageBackend {
         batch.map((request) => request.max),
         batch.map((request) => request.lockMs),
         batch.map((request) => request.now),
+        batch.map((request) => request.sessionBatch ?? 1),
       ],
       queue,
     );
@@ -607,7 +609,10 @@ function statements(schema: string) {
       `SELECT ord, sequence FROM ${S}.send($1, $2::float8[], $3::text[], $4::bytea[], $5::json[], $6::smallint[],
          $7::text[], $8::float8[], $9::float8[])`,
     ),
-    receive: named('receive', `SELECT * FROM ${S}.receive($1, $2::int[], $3::float8[], $4::float8[])`),
+    receive: named(
+      'receive',
+      `SELECT * FROM ${S}.receive($1, $2::int[], $3::float8[], $4::float8[], $5::int[])`,
+    ),
     renew: named(
       'renew',
       `SELECT lock_token, locked_until FROM ${S}.renew($1, $2::bigint[], $3::uuid[], $4, $5)`,

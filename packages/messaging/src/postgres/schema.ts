@@ -43,27 +43,232 @@ export function channelOf(schema: string): string {
 const due = (m: string) =>
   `(CASE WHEN ${m}state = 'scheduled' THEN ${m}available_at ELSE ${m}locked_until END)`;
 
-function firstMigration(schema: string): string {
+/** SQL pieces shared by the migrations' functions. */
+function sqlParts(schema: string) {
   const S = `"${schema}"`;
-  const channel = `'${channelOf(schema)}'`;
-  // Whether a due message dies instead of becoming available again; whether a slot's claimed one expired (TTL).
-  const dies = `(CASE WHEN m.state = 'scheduled' THEN coalesce(m.expires_at <= v_now, false)
-    ELSE m.delivery_count >= q.max_delivery_count END)`;
-  const slotExpired = 'coalesce(m.expires_at <= p_nows[v_slot], false)';
-  const rank = (at: string, priority: string) => `${at} + (${MAX_PRIORITY} - ${priority}) * q.priority_step`;
-  const lookupQueue = (name: string) => `
+  return {
+    S,
+    channel: `'${channelOf(schema)}'`,
+    // Whether a due message dies instead of becoming available again; whether a slot's claimed one expired (TTL).
+    dies: `(CASE WHEN m.state = 'scheduled' THEN coalesce(m.expires_at <= v_now, false)
+    ELSE m.delivery_count >= q.max_delivery_count END)`,
+    slotExpired: 'coalesce(m.expires_at <= p_nows[v_slot], false)',
+    rank: (at: string, priority: string) => `${at} + (${MAX_PRIORITY} - ${priority}) * q.priority_step`,
+    lookupQueue: (name: string) => `
     SELECT * INTO q FROM ${S}.queues WHERE name = ${name};
     IF NOT FOUND THEN
       RAISE EXCEPTION 'unknown queue %', ${name} USING ERRCODE = '${UNKNOWN_QUEUE_SQLSTATE}';
-    END IF;`;
-  // One advisory lock per (queue, session), taken in key order so that transactions taking several never deadlock.
-  const lockSessions = (keys: string) => `
+    END IF;`,
+    // One advisory lock per (queue, session), taken in key order so that transactions taking several never deadlock.
+    lockSessions: (keys: string) => `
     PERFORM pg_advisory_xact_lock(q.id, l.k)
-    FROM (SELECT DISTINCT hashtext(s) AS k FROM unnest(${keys}) AS s WHERE s IS NOT NULL ORDER BY 1) AS l;`;
-  // The functions called by the backend never scan a whole table: a plan cached while the tables were small (a
-  // fresh install) would otherwise keep sequentially scanning them after they grew, until the next ANALYZE.
-  // Every statement has an index that serves it; this keeps the planner on them whatever the statistics.
-  const entryPoint = 'LANGUAGE plpgsql SET enable_seqscan = off AS $$';
+    FROM (SELECT DISTINCT hashtext(s) AS k FROM unnest(${keys}) AS s WHERE s IS NOT NULL ORDER BY 1) AS l;`,
+    // The functions called by the backend never scan a whole table: a plan cached while the tables were small (a
+    // fresh install) would otherwise keep sequentially scanning them after they grew, until the next ANALYZE.
+    // Every statement has an index that serves it; this keeps the planner on them whatever the statistics.
+    entryPoint: 'LANGUAGE plpgsql SET enable_seqscan = off AS $$',
+  };
+}
+
+/**
+ * The receive function (see its comment). With `batches`, on a sessions queue it also locks up to p_batches - 1 of a
+ * session's due waiting messages behind each head it locks (ReceiveRequest.sessionBatch), and a session message whose
+ * lock expired goes through unlock_message, so the messages locked behind it go back to waiting.
+ */
+function receiveFunction(schema: string, batches: boolean): string {
+  const { S, dies, slotExpired, rank, lookupQueue, lockSessions, entryPoint } = sqlParts(schema);
+  // Expired locks of session messages, in sequence order: a head's lock expires with (or before) those behind it.
+  const expiredSessionLocks = `
+  IF q.sessions THEN
+    expired := ARRAY(
+      SELECT x.sequence FROM ${S}.messages x
+      WHERE x.queue_id = q.id AND x.state = 'locked' AND x.session_key IS NOT NULL AND ${due('x.')} <= v_now
+      ORDER BY x.sequence LIMIT 5000
+      FOR UPDATE SKIP LOCKED);
+    FOR f IN SELECT m.sequence, m.session_key, m.locked_until FROM unnest(expired) WITH ORDINALITY AS e(sequence, ord)
+      JOIN ${S}.messages m ON m.sequence = e.sequence ORDER BY e.ord LOOP
+      -- An earlier message of its session may have sent it back to waiting in this pass.
+      CONTINUE WHEN NOT EXISTS (SELECT 1 FROM ${S}.messages m WHERE m.sequence = f.sequence AND m.state = 'locked');
+      PERFORM ${S}.unlock_message(q, f.sequence, f.session_key, f.locked_until, v_now);
+    END LOOP;
+  END IF;`;
+  // Each session head of the round takes the due waiting messages right behind it, in order, under the session lock.
+  const lockFollowers = `
+      round_all := round_locked;
+      IF q.sessions AND p_batches[v_slot] > 1 THEN
+        ${lockSessions('round_keys')}
+        round_all := '{}';
+        FOR v_i IN 1 .. cardinality(round_locked) LOOP
+          round_all := round_all || round_locked[v_i];
+          CONTINUE WHEN round_keys[v_i] IS NULL;
+          FOR f IN SELECT w.sequence, w.available_at, w.expires_at FROM ${S}.messages w
+            WHERE w.queue_id = q.id AND w.session_key = round_keys[v_i] AND w.state = 'waiting'
+            ORDER BY w.sequence LIMIT p_batches[v_slot] - 1 LOOP
+            EXIT WHEN f.available_at > p_nows[v_slot] OR coalesce(f.expires_at <= p_nows[v_slot], false);
+            UPDATE ${S}.messages m SET state = 'locked', delivery_count = m.delivery_count + 1,
+              lock_token = gen_random_uuid(), locked_until = p_nows[v_slot] + p_lock_ms[v_slot]
+            WHERE m.sequence = f.sequence;
+            round_all := round_all || f.sequence;
+          END LOOP;
+        END LOOP;
+      END IF;`;
+  return `-- Receives for several callers (slots) in one transaction (group commit); p_maxes, p_lock_ms and p_nows give
+-- each caller's request and rows carry the slot they belong to. The slots share one pass over the queue: due
+-- messages are released as of the latest now among them, then one claim of all the messages wanted is dealt out
+-- in slot order, each slot locking its share with its own now and lock duration, as if the slots had received
+-- one after the other. Expired (TTL) messages are dead-lettered on the way; when they used up the claim, the
+-- slots still short are served from a fresh one.
+CREATE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[]${
+    batches ? ', p_batches int[]' : ''
+  })
+RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
+  next_due_at float8)
+${entryPoint}
+#variable_conflict use_column
+DECLARE
+  q ${S}.queues;
+  v_now float8 := (SELECT max(n) FROM unnest(p_nows) AS n);
+  needs int[] := p_maxes;
+  claimed bigint[];
+  share bigint[];
+  dealt int;
+  v_slot int;
+  died boolean;
+  rounds int := 0;
+  locked_sequences bigint[] := '{}';
+  locked_slots int[] := '{}';
+  round_locked bigint[];
+  round_dead bigint;
+  ended text[];
+  v_next_due float8;${
+    batches
+      ? `
+  round_keys text[];
+  round_all bigint[];
+  v_i int;
+  f record;
+  expired bigint[];`
+      : ''
+  }
+BEGIN
+  ${lookupQueue('p_queue')}
+  -- (1) due scheduled messages become available (or die, expired); (2) expired locks come back (or die).
+  WITH moved AS (
+    UPDATE ${S}.messages m SET
+      state = CASE WHEN ${dies} THEN 'dead' ELSE 'available' END,
+      available_at = CASE WHEN m.state = 'locked' AND NOT ${dies} THEN m.locked_until ELSE m.available_at END,
+      rank = CASE WHEN ${dies} THEN m.rank
+                  ELSE ${rank("CASE WHEN m.state = 'locked' THEN m.locked_until ELSE m.available_at END", 'm.priority')} END,
+      lock_token = NULL,
+      locked_until = NULL,
+      dead_reason = CASE WHEN NOT ${dies} THEN NULL WHEN m.state = 'scheduled' THEN '${DEAD_LETTER_EXPIRED}'
+                         ELSE '${DEAD_LETTER_MAX_DELIVERIES}' END,
+      dead_at = CASE WHEN ${dies} THEN v_now END
+    WHERE m.queue_id = q.id AND m.sequence = ANY (ARRAY(
+      SELECT x.sequence FROM ${S}.messages x
+      WHERE x.queue_id = q.id AND x.state IN ('scheduled', 'locked') AND ${due('x.')} <= v_now${
+        batches ? "\n        AND NOT (x.state = 'locked' AND x.session_key IS NOT NULL)" : ''
+      }
+      ORDER BY ${due('x.')} LIMIT 5000
+      FOR UPDATE SKIP LOCKED))
+    RETURNING m.state, m.session_key
+  )
+  SELECT array_agg(DISTINCT mv.session_key) FILTER (WHERE mv.state = 'dead' AND mv.session_key IS NOT NULL)
+    INTO ended FROM moved mv;
+  IF ended IS NOT NULL THEN
+    PERFORM ${S}.advance_sessions(q, ended, v_now);
+  END IF;${batches ? expiredSessionLocks : ''}
+
+  -- (3) claim in (rank, sequence) order, skipping what others hold, and deal out.
+  LOOP
+    rounds := rounds + 1;
+    claimed := ARRAY(
+      SELECT x.sequence FROM ${S}.messages x
+      WHERE x.queue_id = q.id AND x.state = 'available'
+      ORDER BY x.rank, x.sequence
+      LIMIT (SELECT sum(n) FROM unnest(needs) AS n)
+      FOR UPDATE SKIP LOCKED);
+    EXIT WHEN cardinality(claimed) = 0;
+    dealt := 0;
+    died := false;
+    v_slot := 1;
+    WHILE v_slot <= cardinality(needs) AND dealt < cardinality(claimed) LOOP
+      IF needs[v_slot] = 0 THEN
+        v_slot := v_slot + 1;
+        CONTINUE;
+      END IF;
+      share := claimed[dealt + 1 : dealt + needs[v_slot]];
+      dealt := dealt + cardinality(share);
+      -- (4) lock each, or dead-letter it when it expired.
+      WITH taken AS (
+        UPDATE ${S}.messages m SET
+          state = CASE WHEN ${slotExpired} THEN 'dead' ELSE 'locked' END,
+          delivery_count = m.delivery_count + CASE WHEN ${slotExpired} THEN 0 ELSE 1 END,
+          lock_token = CASE WHEN ${slotExpired} THEN NULL ELSE gen_random_uuid() END,
+          locked_until = CASE WHEN ${slotExpired} THEN NULL ELSE p_nows[v_slot] + p_lock_ms[v_slot] END,
+          dead_reason = CASE WHEN ${slotExpired} THEN '${DEAD_LETTER_EXPIRED}' END,
+          dead_at = CASE WHEN ${slotExpired} THEN p_nows[v_slot] END
+        WHERE m.queue_id = q.id AND m.sequence = ANY (share)
+        RETURNING m.sequence, m.rank, ${slotExpired} AS expired, m.session_key
+      )
+      SELECT coalesce(array_agg(t.sequence ORDER BY t.rank, t.sequence) FILTER (WHERE NOT t.expired), '{}'),
+        count(*) FILTER (WHERE t.expired),
+        array_agg(DISTINCT t.session_key) FILTER (WHERE t.expired AND t.session_key IS NOT NULL)${
+          batches
+            ? ",\n        coalesce(array_agg(t.session_key ORDER BY t.rank, t.sequence) FILTER (WHERE NOT t.expired), '{}')"
+            : ''
+        }
+        INTO round_locked, round_dead, ended${batches ? ', round_keys' : ''}
+      FROM taken t;${batches ? lockFollowers : ''}
+      locked_sequences := locked_sequences || ${batches ? 'round_all' : 'round_locked'};
+      locked_slots := locked_slots || array_fill(v_slot, ARRAY[cardinality(${batches ? 'round_all' : 'round_locked'})]);
+      needs[v_slot] := needs[v_slot] - cardinality(round_locked);
+      IF ended IS NOT NULL THEN
+        PERFORM ${S}.advance_sessions(q, ended, p_nows[v_slot]);
+      END IF;
+      died := died OR round_dead > 0;
+      -- A slot whose share had expired messages takes the next claimed ones before the following slot.
+      IF needs[v_slot] = 0 THEN
+        v_slot := v_slot + 1;
+      END IF;
+    END LOOP;
+    EXIT WHEN NOT died OR rounds >= 100;
+  END LOOP;
+
+  RETURN QUERY
+  SELECT l.slot, m.sequence, b.id, b.body, b.props, m.priority, m.enqueued_at, m.available_at, m.expires_at,
+    m.delivery_count, m.lock_token, m.locked_until, NULL::float8
+  FROM unnest(locked_sequences, locked_slots) WITH ORDINALITY AS l(sequence, slot, ord)
+  JOIN ${S}.messages m ON m.sequence = l.sequence
+  JOIN ${S}.payloads b ON b.sequence = l.sequence
+  WHERE m.queue_id = q.id AND m.sequence = ANY (locked_sequences)
+    AND b.sequence = ANY (locked_sequences)
+  ORDER BY l.ord;
+  -- Slots that got nothing: one row each carrying only when to look again (none when nothing is pending).
+  IF ${
+    batches
+      ? 'EXISTS (SELECT 1 FROM generate_subscripts(p_maxes, 1) AS e(slot) WHERE NOT e.slot = ANY (locked_slots))'
+      : 'cardinality(locked_sequences) < (SELECT sum(n) FROM unnest(p_maxes) AS n)'
+  } THEN
+    SELECT ${due('')} INTO v_next_due FROM ${S}.messages
+    WHERE queue_id = q.id AND state IN ('scheduled', 'locked') ORDER BY ${due('')} LIMIT 1;
+    IF v_next_due IS NOT NULL THEN
+      RETURN QUERY
+      SELECT e.slot::int, NULL::bigint, NULL::text, NULL::bytea, NULL::json, NULL::smallint, NULL::float8,
+        NULL::float8, NULL::float8, NULL::int, NULL::uuid, NULL::float8, v_next_due
+      FROM generate_subscripts(p_maxes, 1) AS e(slot)
+      WHERE NOT e.slot = ANY (locked_slots);
+    END IF;
+  END IF;
+END
+$$;
+
+`;
+}
+
+function firstMigration(schema: string): string {
+  const { S, channel, rank, lookupQueue, lockSessions, entryPoint } = sqlParts(schema);
   // Shared by publish, exclusive for subscribe: a constant key per schema in the single-bigint lock space.
   const topicLock = advisoryKey(`topics:${schema}`);
 
@@ -315,138 +520,7 @@ BEGIN
 END
 $$;
 
--- Receives for several callers (slots) in one transaction (group commit); p_maxes, p_lock_ms and p_nows give
--- each caller's request and rows carry the slot they belong to. The slots share one pass over the queue: due
--- messages are released as of the latest now among them, then one claim of all the messages wanted is dealt out
--- in slot order, each slot locking its share with its own now and lock duration, as if the slots had received
--- one after the other. Expired (TTL) messages are dead-lettered on the way; when they used up the claim, the
--- slots still short are served from a fresh one.
-CREATE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[])
-RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
-  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
-  next_due_at float8)
-${entryPoint}
-#variable_conflict use_column
-DECLARE
-  q ${S}.queues;
-  v_now float8 := (SELECT max(n) FROM unnest(p_nows) AS n);
-  needs int[] := p_maxes;
-  claimed bigint[];
-  share bigint[];
-  dealt int;
-  v_slot int;
-  died boolean;
-  rounds int := 0;
-  locked_sequences bigint[] := '{}';
-  locked_slots int[] := '{}';
-  round_locked bigint[];
-  round_dead bigint;
-  ended text[];
-  v_next_due float8;
-BEGIN
-  ${lookupQueue('p_queue')}
-  -- (1) due scheduled messages become available (or die, expired); (2) expired locks come back (or die).
-  WITH moved AS (
-    UPDATE ${S}.messages m SET
-      state = CASE WHEN ${dies} THEN 'dead' ELSE 'available' END,
-      available_at = CASE WHEN m.state = 'locked' AND NOT ${dies} THEN m.locked_until ELSE m.available_at END,
-      rank = CASE WHEN ${dies} THEN m.rank
-                  ELSE ${rank("CASE WHEN m.state = 'locked' THEN m.locked_until ELSE m.available_at END", 'm.priority')} END,
-      lock_token = NULL,
-      locked_until = NULL,
-      dead_reason = CASE WHEN NOT ${dies} THEN NULL WHEN m.state = 'scheduled' THEN '${DEAD_LETTER_EXPIRED}'
-                         ELSE '${DEAD_LETTER_MAX_DELIVERIES}' END,
-      dead_at = CASE WHEN ${dies} THEN v_now END
-    WHERE m.queue_id = q.id AND m.sequence = ANY (ARRAY(
-      SELECT x.sequence FROM ${S}.messages x
-      WHERE x.queue_id = q.id AND x.state IN ('scheduled', 'locked') AND ${due('x.')} <= v_now
-      ORDER BY ${due('x.')} LIMIT 5000
-      FOR UPDATE SKIP LOCKED))
-    RETURNING m.state, m.session_key
-  )
-  SELECT array_agg(DISTINCT mv.session_key) FILTER (WHERE mv.state = 'dead' AND mv.session_key IS NOT NULL)
-    INTO ended FROM moved mv;
-  IF ended IS NOT NULL THEN
-    PERFORM ${S}.advance_sessions(q, ended, v_now);
-  END IF;
-
-  -- (3) claim in (rank, sequence) order, skipping what others hold, and deal out.
-  LOOP
-    rounds := rounds + 1;
-    claimed := ARRAY(
-      SELECT x.sequence FROM ${S}.messages x
-      WHERE x.queue_id = q.id AND x.state = 'available'
-      ORDER BY x.rank, x.sequence
-      LIMIT (SELECT sum(n) FROM unnest(needs) AS n)
-      FOR UPDATE SKIP LOCKED);
-    EXIT WHEN cardinality(claimed) = 0;
-    dealt := 0;
-    died := false;
-    v_slot := 1;
-    WHILE v_slot <= cardinality(needs) AND dealt < cardinality(claimed) LOOP
-      IF needs[v_slot] = 0 THEN
-        v_slot := v_slot + 1;
-        CONTINUE;
-      END IF;
-      share := claimed[dealt + 1 : dealt + needs[v_slot]];
-      dealt := dealt + cardinality(share);
-      -- (4) lock each, or dead-letter it when it expired.
-      WITH taken AS (
-        UPDATE ${S}.messages m SET
-          state = CASE WHEN ${slotExpired} THEN 'dead' ELSE 'locked' END,
-          delivery_count = m.delivery_count + CASE WHEN ${slotExpired} THEN 0 ELSE 1 END,
-          lock_token = CASE WHEN ${slotExpired} THEN NULL ELSE gen_random_uuid() END,
-          locked_until = CASE WHEN ${slotExpired} THEN NULL ELSE p_nows[v_slot] + p_lock_ms[v_slot] END,
-          dead_reason = CASE WHEN ${slotExpired} THEN '${DEAD_LETTER_EXPIRED}' END,
-          dead_at = CASE WHEN ${slotExpired} THEN p_nows[v_slot] END
-        WHERE m.queue_id = q.id AND m.sequence = ANY (share)
-        RETURNING m.sequence, m.rank, ${slotExpired} AS expired, m.session_key
-      )
-      SELECT coalesce(array_agg(t.sequence ORDER BY t.rank, t.sequence) FILTER (WHERE NOT t.expired), '{}'),
-        count(*) FILTER (WHERE t.expired),
-        array_agg(DISTINCT t.session_key) FILTER (WHERE t.expired AND t.session_key IS NOT NULL)
-        INTO round_locked, round_dead, ended
-      FROM taken t;
-      locked_sequences := locked_sequences || round_locked;
-      locked_slots := locked_slots || array_fill(v_slot, ARRAY[cardinality(round_locked)]);
-      needs[v_slot] := needs[v_slot] - cardinality(round_locked);
-      IF ended IS NOT NULL THEN
-        PERFORM ${S}.advance_sessions(q, ended, p_nows[v_slot]);
-      END IF;
-      died := died OR round_dead > 0;
-      -- A slot whose share had expired messages takes the next claimed ones before the following slot.
-      IF needs[v_slot] = 0 THEN
-        v_slot := v_slot + 1;
-      END IF;
-    END LOOP;
-    EXIT WHEN NOT died OR rounds >= 100;
-  END LOOP;
-
-  RETURN QUERY
-  SELECT l.slot, m.sequence, b.id, b.body, b.props, m.priority, m.enqueued_at, m.available_at, m.expires_at,
-    m.delivery_count, m.lock_token, m.locked_until, NULL::float8
-  FROM unnest(locked_sequences, locked_slots) WITH ORDINALITY AS l(sequence, slot, ord)
-  JOIN ${S}.messages m ON m.sequence = l.sequence
-  JOIN ${S}.payloads b ON b.sequence = l.sequence
-  WHERE m.queue_id = q.id AND m.sequence = ANY (locked_sequences)
-    AND b.sequence = ANY (locked_sequences)
-  ORDER BY l.ord;
-  -- Slots that got nothing: one row each carrying only when to look again (none when nothing is pending).
-  IF cardinality(locked_sequences) < (SELECT sum(n) FROM unnest(p_maxes) AS n) THEN
-    SELECT ${due('')} INTO v_next_due FROM ${S}.messages
-    WHERE queue_id = q.id AND state IN ('scheduled', 'locked') ORDER BY ${due('')} LIMIT 1;
-    IF v_next_due IS NOT NULL THEN
-      RETURN QUERY
-      SELECT e.slot::int, NULL::bigint, NULL::text, NULL::bytea, NULL::json, NULL::smallint, NULL::float8,
-        NULL::float8, NULL::float8, NULL::int, NULL::uuid, NULL::float8, v_next_due
-      FROM generate_subscripts(p_maxes, 1) AS e(slot)
-      WHERE NOT e.slot = ANY (locked_slots);
-    END IF;
-  END IF;
-END
-$$;
-
--- Settling finds a delivery by its sequence (the primary key, with = ANY whatever the statistics) and its token.
+${receiveFunction(schema, false)}-- Settling finds a delivery by its sequence (the primary key, with = ANY whatever the statistics) and its token.
 -- A token is only ever set while the message is locked (messages_locked_token), so a match means it is still
 -- held by that delivery; not restating state = 'locked' keeps the planner off the partial index of due messages.
 CREATE FUNCTION ${S}.renew(p_queue text, p_sequences bigint[], p_tokens uuid[], p_lock_ms float8, p_now float8)
@@ -790,7 +864,83 @@ $$;
 `;
 }
 
+/**
+ * 2: session batches. A receive may lock a session's next messages with its head (receive's p_batches), and a session
+ * message whose lock ends sends the messages locked behind it back to waiting.
+ */
+function sessionBatchesMigration(schema: string): string {
+  const { S, channel, rank, lookupQueue, lockSessions, entryPoint } = sqlParts(schema);
+  const exhausted = 'm.delivery_count >= q.max_delivery_count';
+  return `
+-- A message's lock ends (abandoned, or expired): in a session, the messages locked behind it go back to waiting
+-- (their locks are lost). It is dead-lettered past its last delivery (and its session moves on), waits while a
+-- message of its session before it is still held, and otherwise becomes deliverable at p_at. Returns its new state.
+CREATE FUNCTION ${S}.unlock_message(q ${S}.queues, p_sequence bigint, p_key text, p_at float8, p_now float8)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  new_state text;
+BEGIN
+  IF p_key IS NOT NULL THEN
+    ${lockSessions('ARRAY[p_key]')}
+    UPDATE ${S}.messages m SET state = 'waiting', lock_token = NULL, locked_until = NULL
+    WHERE m.queue_id = q.id AND m.session_key = p_key AND m.state = 'locked' AND m.sequence > p_sequence;
+  END IF;
+  UPDATE ${S}.messages m SET
+    state = CASE WHEN ${exhausted} THEN 'dead'
+                 WHEN p_key IS NOT NULL AND EXISTS (
+                   SELECT 1 FROM ${S}.messages h
+                   WHERE h.queue_id = q.id AND h.session_key = p_key AND h.sequence < p_sequence
+                     AND h.state IN ('available', 'scheduled', 'locked')) THEN 'waiting'
+                 WHEN p_at > p_now THEN 'scheduled' ELSE 'available' END,
+    available_at = CASE WHEN ${exhausted} THEN m.available_at ELSE p_at END,
+    rank = CASE WHEN ${exhausted} THEN m.rank ELSE ${rank('p_at', 'm.priority')} END,
+    lock_token = NULL,
+    locked_until = NULL,
+    dead_reason = CASE WHEN ${exhausted} THEN '${DEAD_LETTER_MAX_DELIVERIES}' END,
+    dead_at = CASE WHEN ${exhausted} THEN p_now END
+  WHERE m.sequence = p_sequence
+  RETURNING m.state INTO new_state;
+  IF new_state = 'dead' AND p_key IS NOT NULL THEN
+    PERFORM ${S}.advance_sessions(q, ARRAY[p_key], p_now);
+  ELSIF new_state = 'available' THEN
+    PERFORM pg_notify(${channel}, q.name);
+  END IF;
+  RETURN new_state;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ${S}.abandon(p_queue text, p_sequence bigint, p_token uuid, p_delay_ms float8,
+  p_now float8)
+RETURNS boolean
+${entryPoint}
+DECLARE
+  q ${S}.queues;
+  v_key text;
+BEGIN
+  ${lookupQueue('p_queue')}
+  SELECT m.session_key INTO v_key FROM ${S}.messages m
+  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token
+  FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM ${S}.unlock_message(q, p_sequence, v_key, p_now + p_delay_ms, p_now);
+  RETURN true;
+END
+$$;
+
+${receiveFunction(schema, true)}
+-- What processes of the previous release call until they are restarted: one message per session head.
+CREATE OR REPLACE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[])
+RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
+  next_due_at float8)
+LANGUAGE sql AS $$
+  SELECT * FROM ${S}.receive(p_queue, p_maxes, p_lock_ms, p_nows, array_fill(1, ARRAY[cardinality(p_maxes)]))
+$$;`;
+}
+
 /** The migrations of a schema, in order: entry i brings the schema to version i + 1. */
 export function migrations(schema: string): readonly string[] {
-  return [firstMigration(schema)];
+  return [firstMigration(schema), sessionBatchesMigration(schema)];
 }
