@@ -254,6 +254,24 @@ export class PostgresMessageBackend implements MessageBackend {
     return this.#submit(this.#completes, queue, (batch) => this.#flushCompletes(queue, batch), request);
   }
 
+  async completeAndReceive(
+    queue: string,
+    lockToken: string,
+    request: ReceiveRequest,
+  ): Promise<{ outcome: SettleOutcome; received: ReceiveResult }> {
+    const token = LOCK_TOKEN.exec(lockToken);
+    const lost = { outcome: 'lost' as const, received: { messages: [], nextDueAt: undefined } };
+    if (token === null) return lost;
+    const { max, lockMs, now, sessionBatch = 1 } = request;
+    const rows = await this.#query<DeliveredRow | NextDueRow>(
+      this.#sql.completeAndReceive,
+      [queue, token[1], token[2], max, lockMs, now, sessionBatch],
+      queue,
+    );
+    if (rows[0]?.slot === 0) return lost;
+    return { outcome: 'ok', received: receiveResults(rows, 1)[0] as ReceiveResult };
+  }
+
   async abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome> {
     const token = LOCK_TOKEN.exec(lockToken);
     const [row] = await this.#query<{ ok: boolean }>(
@@ -511,13 +529,7 @@ export class PostgresMessageBackend implements MessageBackend {
       ],
       queue,
     );
-    const results = batch.map((): ReceiveResult => ({ messages: [], nextDueAt: undefined }));
-    for (const row of rows) {
-      const slot = row.slot - 1;
-      if (row.sequence === null) results[slot] = { messages: [], nextDueAt: row.next_due_at };
-      else results[slot]?.messages.push(delivered(row));
-    }
-    return results;
+    return receiveResults(rows, batch.length);
   }
 
   async #flushCompletes(queue: string, batch: CompleteRequest[]): Promise<SettleOutcome[][]> {
@@ -621,6 +633,10 @@ function statements(schema: string) {
       'complete',
       `SELECT lock_token FROM ${S}.complete($1, $2::bigint[], $3::uuid[], $4::float8[]) AS lock_token`,
     ),
+    completeAndReceive: named(
+      'complete_and_receive',
+      `SELECT * FROM ${S}.complete_and_receive($1, $2, $3, $4, $5, $6, $7)`,
+    ),
     abandon: named('abandon', `SELECT ${S}.abandon($1, $2, $3, $4, $5) AS ok`),
     deadLetter: named('dead_letter', `SELECT ${S}.dead_letter($1, $2, $3, $4, $5, $6) AS ok`),
     listMessages: named('list_messages', `SELECT * FROM ${S}.list_messages($1, $2, $3, $4)`),
@@ -691,6 +707,20 @@ function propsJson(message: OutgoingMessage): string | null {
  * The well-formed tokens as the functions' arrays, and the delivery uuid at each position (undefined where the
  * token is not one of ours, which settles as lost).
  */
+/** The rows of a receive for `slots` callers, as each caller's result. */
+function receiveResults(rows: readonly (DeliveredRow | NextDueRow)[], slots: number): ReceiveResult[] {
+  const results = Array.from(
+    { length: slots },
+    (): ReceiveResult => ({ messages: [], nextDueAt: undefined }),
+  );
+  for (const row of rows) {
+    const slot = row.slot - 1;
+    if (row.sequence === null) results[slot] = { messages: [], nextDueAt: row.next_due_at };
+    else results[slot]?.messages.push(delivered(row));
+  }
+  return results;
+}
+
 function parseTokens(tokens: readonly string[]): {
   sequences: string[];
   uuids: string[];

@@ -866,7 +866,7 @@ $$;
 
 /**
  * 2: session batches. A receive may lock a session's next messages with its head (receive's p_batches), and a session
- * message whose lock ends sends the messages locked behind it back to waiting.
+ * message whose lock ends sends the messages locked behind it back to waiting; complete_and_receive.
  */
 function sessionBatchesMigration(schema: string): string {
   const { S, channel, rank, lookupQueue, lockSessions, entryPoint } = sqlParts(schema);
@@ -930,6 +930,24 @@ END
 $$;
 
 ${receiveFunction(schema, true)}
+-- complete of one delivery, then (unless its lock was lost) receive, in one transaction: a session's next message,
+-- promoted by the completion, can come back at once. A lost lock answers one row with slot 0 and nothing else.
+CREATE FUNCTION ${S}.complete_and_receive(p_queue text, p_sequence bigint, p_token uuid, p_max int,
+  p_lock_ms float8, p_now float8, p_batch int)
+RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
+  next_due_at float8)
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM ${S}.complete(p_queue, ARRAY[p_sequence], ARRAY[p_token], ARRAY[p_now])) THEN
+    RETURN QUERY SELECT 0, NULL::bigint, NULL::text, NULL::bytea, NULL::json, NULL::smallint, NULL::float8,
+      NULL::float8, NULL::float8, NULL::int, NULL::uuid, NULL::float8, NULL::float8;
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT * FROM ${S}.receive(p_queue, ARRAY[p_max], ARRAY[p_lock_ms], ARRAY[p_now], ARRAY[p_batch]);
+END
+$$;
+
 -- What processes of the previous release call until they are restarted: one message per session head.
 CREATE OR REPLACE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[])
 RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
