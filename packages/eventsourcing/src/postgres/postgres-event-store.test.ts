@@ -70,6 +70,36 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
     assert.equal((await store.listStreams({ category: 'group' })).length, 30);
   });
 
+  it('shares one query among reads of all events asked with the same bounds before it went out', async () => {
+    const { store, pool } = open(`es_shared_reads_${++schemas}`);
+    await store.append({ streamName: 's-1', expectedVersion: 'any', events: [event('A', 1)], now: T0 });
+    let reads = 0;
+    const query = pool.query.bind(pool);
+    pool.query = ((config: { name?: string }, ...rest: unknown[]) => {
+      if (config?.name?.endsWith('_read_all')) reads++;
+      return (query as (...args: unknown[]) => unknown)(config, ...rest);
+    }) as typeof pool.query;
+    const [first, second, other] = await Promise.all([
+      store.readAll({ after: 0 }),
+      store.readAll({ after: 0 }),
+      store.readAll({ after: 0, maxCount: 10 }),
+    ]);
+    assert.equal(reads, 2, 'the first two shared a query; other bounds have their own');
+    assert.deepEqual(
+      [first, second, other].map((events) => events.map((e) => e.type)),
+      [['A'], ['A'], ['A']],
+    );
+    assert.notEqual(first, second, 'each caller has its own array');
+    // A read asked after the shared one went out is a query of its own, and sees what was appended meanwhile.
+    await store.readAll({ after: 0 });
+    await store.append({ streamName: 's-1', expectedVersion: 'any', events: [event('B', 2)], now: T0 });
+    assert.deepEqual(
+      (await store.readAll({ after: 0 })).map((e) => e.type),
+      ['A', 'B'],
+    );
+    assert.equal(reads, 4);
+  });
+
   it('never lets a reader skip an event that commits after a later position was read', async (t) => {
     const schema = `es_gaps_${++schemas}`;
     const { store } = open(schema, 8);

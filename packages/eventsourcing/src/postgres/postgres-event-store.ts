@@ -102,6 +102,8 @@ export class PostgresEventStore implements EventStoreBackend {
   readonly #listener: NotificationListener;
   readonly #appends: GroupCommit<AppendRequest, AppendRow | Error>;
   readonly #sql: ReturnType<typeof statements>;
+  /** readAll calls not sent yet, by bounds. */
+  readonly #pendingReads = new Map<string, Promise<RecordedEvent[]>>();
   #closed = false;
 
   constructor(options: PostgresEventStoreOptions) {
@@ -181,9 +183,28 @@ export class PostgresEventStore implements EventStoreBackend {
     return row === undefined ? 0 : Number(row.version);
   }
 
-  async readAll(query: ReadAllQuery = {}): Promise<RecordedEvent[]> {
+  /**
+   * Reads asked for with the same bounds before the query goes out (subscriptions and runners of one process woken
+   * by the same append) share it: each caller still gets everything committed before it asked.
+   */
+  readAll(query: ReadAllQuery = {}): Promise<RecordedEvent[]> {
     const { after = 0, maxCount = 1000 } = query;
-    return (await this.#query<EventRow>(this.#sql.readAll, [after, maxCount])).map(recorded);
+    const key = `${after}:${maxCount}`;
+    let reading = this.#pendingReads.get(key);
+    if (reading === undefined) {
+      reading = new Promise<RecordedEvent[]>((resolve, reject) => {
+        setImmediate(() => {
+          this.#pendingReads.delete(key);
+          this.#query<EventRow>(this.#sql.readAll, [after, maxCount]).then(
+            (rows) => resolve(rows.map(recorded)),
+            reject,
+          );
+        });
+      });
+      this.#pendingReads.set(key, reading);
+    }
+    // Each caller gets its own array of the shared events.
+    return reading.then((events) => events.slice());
   }
 
   async headPosition(): Promise<number> {
