@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from '@stratus/core';
 import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
 
 /** The pool (often the event store's) and the schema of the registry table; views' tables go where their setup puts them. */
@@ -54,11 +54,28 @@ export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
 
   /** Runs `work` in a transaction; a `false` result rolls it back. */
   async #transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    return this.#transactionFrom(undefined, work);
+  }
+
+  /**
+   * Runs `work` in a transaction that starts with `first(client)` (a statement without parameters, sent with BEGIN in
+   * one round trip; its rows count goes to `work`); a `false` result rolls it back.
+   */
+  async #transactionFrom<T>(
+    first: ((client: PoolClient) => string) | undefined,
+    work: (client: PoolClient, firstRowCount: number) => Promise<T>,
+  ): Promise<T> {
     await this.#migrated();
     const client = await this.pool.connect();
     try {
-      await client.query('BEGIN');
-      const result = await work(client);
+      let firstRowCount = 0;
+      if (first === undefined) await client.query('BEGIN');
+      else {
+        // A simple query of two statements answers one result each.
+        const results = (await client.query(`BEGIN; ${first(client)}`)) as unknown as QueryResult[];
+        firstRowCount = results[1]?.rowCount ?? 0;
+      }
+      const result = await work(client, firstRowCount);
       await client.query(result === false ? 'ROLLBACK' : 'COMMIT');
       client.release();
       return result;
@@ -124,13 +141,17 @@ export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
     lastEventAt: number,
     apply: (tx: PoolClient) => void | Promise<void>,
   ): Promise<boolean> {
-    return this.#transaction(async (client) => {
-      const { rowCount } = await client.query(
-        `UPDATE ${this.#table} SET position = $5, last_event_at = $6
-         WHERE name = $1 AND version = $2 AND owner = $3 AND position = $4`,
-        [name, version, owner, from, position, lastEventAt],
-      );
-      if (rowCount !== 1) return false;
+    for (const [field, value] of Object.entries({ version, from, position, lastEventAt })) {
+      if (!Number.isFinite(value))
+        throw new InvalidOptionsError(field, `expected a finite number, got ${value}`);
+    }
+    // The registry row moves in BEGIN's round trip, its values written out (the strings escaped by the driver).
+    const move = (client: PoolClient) =>
+      `UPDATE ${this.#table} SET position = ${position}, last_event_at = ${lastEventAt}
+       WHERE name = ${client.escapeLiteral(name)} AND version = ${version}
+         AND owner = ${client.escapeLiteral(owner)} AND position = ${from}`;
+    return this.#transactionFrom(move, async (client, moved) => {
+      if (moved !== 1) return false;
       await apply(client);
       return true;
     });

@@ -108,6 +108,18 @@ export function projectionTargetContract<Tx>(
       state = (await f.target.versions('orders'))[0];
       assert.equal(state?.position, 7, 'a failed batch moves nothing');
       assert.deepEqual(await f.ids('orders_v1'), ['x'], 'and writes nothing');
+      // Any owner name, quotes and backslashes too, and fractional times.
+      const odd = 'o\'wner\\ "x"';
+      await f.target.prepare('odd', 1, (tx) => f.createTable(tx, 'odd_v1'));
+      assert.equal(await f.target.acquireLease('odd', 1, odd, T0, 10_000), true);
+      assert.equal(
+        await f.target.commit('odd', 1, odd, 0, 3, T0 + 0.25, (tx) => f.insert(tx, 'odd_v1', 'y')),
+        true,
+      );
+      assert.deepEqual(
+        [(await f.target.versions('odd'))[0]?.position, (await f.target.versions('odd'))[0]?.lastEventAt],
+        [3, T0 + 0.25],
+      );
     });
 
     it('lets exactly one of two racing commits from the same position through', async () => {
