@@ -323,6 +323,38 @@ describe('Consumer', () => {
     });
   }
 
+  it('completes and receives in one call only a completion that would go out alone, outside sessions', async () => {
+    class CountingCalls extends ContinuingBackend {
+      continued = 0;
+      completeCalls = 0;
+      override completeAndReceive(queue: string, lockToken: string, request: ReceiveRequest) {
+        this.continued++;
+        return super.completeAndReceive(queue, lockToken, request);
+      }
+      override complete(queue: string, lockTokens: readonly string[], now: number) {
+        this.completeCalls++;
+        return super.complete(queue, lockTokens, now);
+      }
+    }
+    async function run(concurrency: number) {
+      const backend = new CountingCalls();
+      const { messaging, queue } = await setup({}, backend);
+      await queue.sendBatch(Array.from({ length: 60 }, (_, i) => ({ body: i })));
+      const consumer = messaging.consume<number>('work', () => {}, { concurrency });
+      await waitUntil(async () => (await queue.stats()).length === 0, 'the queue drained');
+      await consumer.close();
+      assert.equal(consumer.processed, 60);
+      return backend;
+    }
+    // One at a time, nothing could share the round trip: each completion brings the next message.
+    const alone = await run(1);
+    assert.ok(alone.continued >= 59, `${alone.continued} completions received at concurrency 1`);
+    // Twenty at once, completions share the group commit (one call for many) and the loop receives in bulk.
+    const many = await run(20);
+    assert.ok(many.continued <= 10, `${many.continued} of 60 completions received at concurrency 20`);
+    assert.ok(many.completeCalls <= 20, `${many.completeCalls} complete calls for 60 messages`);
+  });
+
   describe('session batches', () => {
     /** The memory backend, counting the calls that lock messages. */
     class CountingBackend extends ContinuingBackend {

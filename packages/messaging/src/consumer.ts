@@ -459,7 +459,11 @@ export class Consumer<T> {
     const { message } = job;
     // The finishing job still counts in #held: its slot is among the free ones.
     const free = this.#concurrency + this.#prefetch - (this.#held.size - 1) - this.#reserved;
-    if (!this.#continues || this.#closing || free <= 0) {
+    // Outside sessions, while other messages are held, their completions will share the group commit (one
+    // transaction for many) and the receive loop fills the slots in bulk: receiving here would cost a transaction
+    // per message. The last message held has nobody to share with, and its slot refills a round trip sooner.
+    const shareable = message.sessionId === undefined && this.#held.size > 1;
+    if (!this.#continues || this.#closing || free <= 0 || shareable) {
       this.#settle(message.complete(), message, started);
       return;
     }
