@@ -321,6 +321,52 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       assert.deepEqual(settled.flat(), Array(10).fill('ok'));
     });
 
+    it('commits a receive on its own without waiting for the disk, and a completion that receives durably', async () => {
+      const backend = open();
+      const queue = `async-receive-${Date.now()}`;
+      await backend.putQueue(queue, settings);
+      await backend.send(queue, [msg('a'), msg('b')], T0);
+      const client = await admin.connect();
+      // Test servers run with durability off: this session asks for durable commits, as production would.
+      await client.query('SET synchronous_commit = on');
+      /** synchronous_commit as the transaction that ran `sql` would commit with. */
+      const commitMode = async (sql: string, values: unknown[]) => {
+        await client.query('BEGIN');
+        try {
+          const { rows } = await client.query(sql, values);
+          const [{ synchronous_commit }] = (await client.query('SHOW synchronous_commit')).rows;
+          return { rows, mode: synchronous_commit as string };
+        } finally {
+          await client.query('COMMIT');
+        }
+      };
+      try {
+        const received = await commitMode(
+          'SELECT id, sequence, lock_token FROM stratus.receive_async_commit($1, $2, $3, $4, $5)',
+          [queue, [1], [60_000], [T0], [1]],
+        );
+        assert.equal(received.mode, 'off');
+        assert.deepEqual(
+          received.rows.map((row) => row.id),
+          ['a'],
+        );
+        const [head] = received.rows;
+        const continued = await commitMode(
+          'SELECT id FROM stratus.complete_and_receive($1, $2, $3, 1, 60000, $4, 1)',
+          [queue, head.sequence, head.lock_token, T0 + 1],
+        );
+        assert.equal(continued.mode, 'on');
+        assert.deepEqual(
+          continued.rows.map((row) => row.id),
+          ['b'],
+        );
+        assert.equal((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit, 'on');
+      } finally {
+        await client.query('RESET synchronous_commit');
+        client.release();
+      }
+    });
+
     it('judges expiry by each grouped caller’s own now and serves a caller again when its share expired', async () => {
       const backend = open();
       const queue = `group-expiry-${Date.now()}`;

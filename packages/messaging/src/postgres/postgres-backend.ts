@@ -623,7 +623,7 @@ function statements(schema: string) {
     ),
     receive: named(
       'receive',
-      `SELECT * FROM ${S}.receive($1, $2::int[], $3::float8[], $4::float8[], $5::int[])`,
+      `SELECT * FROM ${S}.receive_async_commit($1, $2::int[], $3::float8[], $4::float8[], $5::int[])`,
     ),
     renew: named(
       'renew',

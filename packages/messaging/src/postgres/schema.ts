@@ -958,7 +958,29 @@ LANGUAGE sql AS $$
 $$;`;
 }
 
+/**
+ * A receive on its own commits without waiting for its WAL to reach the disk: what it writes are locks (and
+ * expiries it would redo), and a lock lost with a crashed server only brings its message back, as an expired lock
+ * does. The durable commit of the send before it and of the completion after it (which flushes the receive's WAL
+ * too) are what delivery rests on. An idle consumer then starts a message one disk flush after it was sent, not two.
+ * complete_and_receive stays durable: its completion must not come undone.
+ */
+function asyncReceiveMigration(schema: string): string {
+  const { S } = sqlParts(schema);
+  return `CREATE FUNCTION ${S}.receive_async_commit(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[],
+  p_batches int[])
+RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
+  next_due_at float8)
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  RETURN QUERY SELECT * FROM ${S}.receive(p_queue, p_maxes, p_lock_ms, p_nows, p_batches);
+END
+$$;`;
+}
+
 /** The migrations of a schema, in order: entry i brings the schema to version i + 1. */
 export function migrations(schema: string): readonly string[] {
-  return [firstMigration(schema), sessionBatchesMigration(schema)];
+  return [firstMigration(schema), sessionBatchesMigration(schema), asyncReceiveMigration(schema)];
 }
