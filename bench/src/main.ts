@@ -46,22 +46,35 @@ const quickSettings: HarnessSettings = {
   minBurstSamples: 1,
 };
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    only: { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    timing: { type: 'string', default: 'batch' },
-  },
-});
-const suite = suites[positionals[0] ?? ''];
-const timing = timings.find((t) => t === values.timing);
-if (suite === undefined || positionals.length !== 1 || timing === undefined) {
+function usage(problem?: string): never {
+  if (problem !== undefined) console.error(problem);
   console.error(
     `usage: npm run bench -- <${Object.keys(suites).join('|')}> [--timing ${timings.join('|')}] ` +
       '[--only <case>,...] [--quick]',
   );
   process.exit(2);
+}
+
+let parsed: ReturnType<typeof parseOptions>;
+try {
+  parsed = parseOptions();
+} catch (error) {
+  usage((error as Error).message); // an unknown option or a missing value
+}
+const { values, positionals } = parsed;
+const suite = suites[positionals[0] ?? ''];
+const timing = timings.find((t) => t === values.timing);
+if (suite === undefined || positionals.length !== 1 || timing === undefined) usage();
+
+function parseOptions() {
+  return parseArgs({
+    allowPositionals: true,
+    options: {
+      only: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      timing: { type: 'string', default: 'batch' },
+    },
+  });
 }
 
 /** What the figures of each timing are, for the results file. */
