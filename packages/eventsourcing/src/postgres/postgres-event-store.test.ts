@@ -19,6 +19,22 @@ const event = (type: string, data: unknown): EventToStore => ({
   schemaVersion: 1,
 });
 
+/** One event appended to `stream` through es_append itself, in whatever transaction `client` has open. */
+async function appendDirectly(client: pg.PoolClient, schema: string, stream: string): Promise<void> {
+  const request = {
+    s: stream,
+    c: stream.split('-')[0],
+    m: 1,
+    e: 0,
+    i: [stream],
+    t: ['S'],
+    d: [{}],
+    x: [{}],
+    v: [1],
+  };
+  await client.query(`SELECT * FROM "${schema}".es_append($1::jsonb, $2)`, [JSON.stringify([request]), T0]);
+}
+
 describe('PostgresEventStore', { skip: suite.skip }, () => {
   const url = suite.url as string;
   const pools: pg.Pool[] = [];
@@ -114,22 +130,7 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
       const client = await slow.connect();
       try {
         await client.query('BEGIN');
-        await client.query(`SELECT * FROM "${schema}".es_append($1::jsonb, $2)`, [
-          JSON.stringify([
-            {
-              s: `slow-${i}`,
-              c: 'slow',
-              m: 1,
-              e: 0,
-              i: [`slow-${i}`],
-              t: ['S'],
-              d: [{ i }],
-              x: [{}],
-              v: [1],
-            },
-          ]),
-          T0,
-        ]);
+        await appendDirectly(client, schema, `slow-${i}`);
         appended();
         await release;
         await client.query('COMMIT');
@@ -250,6 +251,30 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
       (await storeRead).map((e) => e.globalPosition),
       both.rows.map((row) => Number(row.position)),
       'the store hands out both, in order, once the first committed',
+    );
+  });
+  it('answers a read past the head at once while the only append after it is still open', {
+    timeout: 20_000,
+  }, async () => {
+    const schema = `es_open_${++schemas}`;
+    const { store, pool } = open(schema);
+    await store.migrate();
+    await store.append({ streamName: 'done-1', expectedVersion: 'any', events: [event('D', 1)], now: T0 });
+    const head = await store.headPosition();
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await appendDirectly(client, schema, 'open-1');
+      // Nothing after the head is visible: the read returns at once instead of waiting for the open append (a
+      // reader that waited here would hold this test until its timeout).
+      assert.deepEqual(await store.readAll({ after: head }), []);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    assert.deepEqual(
+      (await store.readAll({ after: head })).map((e) => e.streamName),
+      ['open-1'],
     );
   });
 });

@@ -11,7 +11,7 @@
  *   and only then reads positions up to M. Every position up to M was drawn by a transaction that held its lock
  *   when M was read, so it has committed or rolled back by then: nothing below what the reader returns can appear
  *   later. Appenders never wait for readers except, briefly, a backend whose previous transaction a reader is
- *   waiting on.
+ *   waiting on. A read whose positions up to M are all visible already (or none is) needs no wait (migration 3).
  * Appends to one stream are serialised by its row lock in `es_streams`, taken before positions are drawn, so a
  * stream's events also have increasing positions.
  */
@@ -84,6 +84,32 @@ ${appendFunction(S, horizonKey, channel, 'CREATE FUNCTION', FIRST_DUPLICATE_CHEC
     // connection (plpgsql caches its plans): planned while es_events was small it stayed a sequential scan, so
     // appends on a long-lived connection slowed down as the table grew (about 40 ms per 100 events at 270 k).
     appendFunction(S, horizonKey, channel, 'CREATE OR REPLACE FUNCTION', INDEXED_DUPLICATE_CHECK(S)),
+    // 3: most reads ask for the few positions drawn since the reader's last one. When every one of them is
+    // visible, no append can still commit among them, so the read returns them without scanning pg_locks and
+    // waiting at the horizon; when none is, there is nothing to return yet (the appends' NOTIFY wakes the reader
+    // once they commit). Only a range with some of its positions still in flight waits.
+    `CREATE OR REPLACE FUNCTION ${S}.es_read_all(p_after bigint, p_max int)
+     RETURNS SETOF ${S}.es_events LANGUAGE plpgsql AS $$
+     DECLARE
+       drawn bigint;
+       visible bigint;
+       horizon bigint;
+     BEGIN
+       SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO drawn FROM ${S}.es_positions;
+       IF drawn <= p_after THEN RETURN; END IF;
+       IF drawn - p_after <= p_max THEN
+         SELECT count(*) INTO visible FROM ${S}.es_events e WHERE e.position > p_after AND e.position <= drawn;
+         IF visible = 0 THEN RETURN; END IF;
+         IF visible = drawn - p_after THEN
+           RETURN QUERY SELECT * FROM ${S}.es_events e
+             WHERE e.position > p_after AND e.position <= drawn ORDER BY e.position;
+           RETURN;
+         END IF;
+       END IF;
+       horizon := ${S}.es_horizon();
+       RETURN QUERY SELECT * FROM ${S}.es_events e
+         WHERE e.position > p_after AND e.position <= horizon ORDER BY e.position LIMIT p_max;
+     END $$;`,
   ];
 }
 
