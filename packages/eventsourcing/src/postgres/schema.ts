@@ -92,17 +92,18 @@ ${appendFunction(S, horizonKey, channel, 'CREATE FUNCTION', FIRST_DUPLICATE_CHEC
      RETURNS SETOF ${S}.es_events LANGUAGE plpgsql AS $$
      DECLARE
        drawn bigint;
-       visible bigint;
+       visible ${S}.es_events[];
        horizon bigint;
      BEGIN
        SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO drawn FROM ${S}.es_positions;
        IF drawn <= p_after THEN RETURN; END IF;
        IF drawn - p_after <= p_max THEN
-         SELECT count(*) INTO visible FROM ${S}.es_events e WHERE e.position > p_after AND e.position <= drawn;
-         IF visible = 0 THEN RETURN; END IF;
-         IF visible = drawn - p_after THEN
-           RETURN QUERY SELECT * FROM ${S}.es_events e
-             WHERE e.position > p_after AND e.position <= drawn ORDER BY e.position;
+         -- One scan: the rows are kept, and returned if there is one for every position.
+         visible := ARRAY(SELECT e FROM ${S}.es_events e
+                          WHERE e.position > p_after AND e.position <= drawn ORDER BY e.position);
+         IF cardinality(visible) = 0 THEN RETURN; END IF;
+         IF cardinality(visible) = drawn - p_after THEN
+           RETURN QUERY SELECT * FROM unnest(visible) u ORDER BY u.position;
            RETURN;
          END IF;
        END IF;

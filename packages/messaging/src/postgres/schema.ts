@@ -43,6 +43,11 @@ export function channelOf(schema: string): string {
 const due = (m: string) =>
   `(CASE WHEN ${m}state = 'scheduled' THEN ${m}available_at ELSE ${m}locked_until END)`;
 
+/** What every receiving function returns: a row per message locked, tagged with its caller's slot. */
+const RECEIVED_ROWS = `RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
+  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
+  next_due_at float8)`;
+
 /** SQL pieces shared by the migrations' functions. */
 function sqlParts(schema: string) {
   const S = `"${schema}"`;
@@ -121,9 +126,7 @@ function receiveFunction(schema: string, batches: boolean): string {
 CREATE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[]${
     batches ? ', p_batches int[]' : ''
   })
-RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
-  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
-  next_due_at float8)
+${RECEIVED_ROWS}
 ${entryPoint}
 #variable_conflict use_column
 DECLARE
@@ -934,9 +937,7 @@ ${receiveFunction(schema, true)}
 -- promoted by the completion, can come back at once. A lost lock answers one row with slot 0 and nothing else.
 CREATE FUNCTION ${S}.complete_and_receive(p_queue text, p_sequence bigint, p_token uuid, p_max int,
   p_lock_ms float8, p_now float8, p_batch int)
-RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
-  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
-  next_due_at float8)
+${RECEIVED_ROWS}
 LANGUAGE plpgsql AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM ${S}.complete(p_queue, ARRAY[p_sequence], ARRAY[p_token], ARRAY[p_now])) THEN
@@ -950,9 +951,7 @@ $$;
 
 -- What processes of the previous release call until they are restarted: one message per session head.
 CREATE OR REPLACE FUNCTION ${S}.receive(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[])
-RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
-  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
-  next_due_at float8)
+${RECEIVED_ROWS}
 LANGUAGE sql AS $$
   SELECT * FROM ${S}.receive(p_queue, p_maxes, p_lock_ms, p_nows, array_fill(1, ARRAY[cardinality(p_maxes)]))
 $$;`;
@@ -969,9 +968,7 @@ function asyncReceiveMigration(schema: string): string {
   const { S } = sqlParts(schema);
   return `CREATE FUNCTION ${S}.receive_async_commit(p_queue text, p_maxes int[], p_lock_ms float8[], p_nows float8[],
   p_batches int[])
-RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
-  available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
-  next_due_at float8)
+${RECEIVED_ROWS}
 LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
