@@ -8,13 +8,14 @@ import { after, describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
 import { findRedisServer, freePort, redisForSuite, waitUntil } from '@stratus/testkit';
 import { Redis } from 'ioredis';
-import type {
-  MessageBackend,
-  MessageFilter,
-  OutgoingMessage,
-  QueueSettings,
-  StoredMessage,
-  Subscription,
+import {
+  completeAndReceive,
+  type MessageBackend,
+  type MessageFilter,
+  type OutgoingMessage,
+  type QueueSettings,
+  type StoredMessage,
+  type Subscription,
 } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { MemoryMessageBackend } from '../memory/memory-backend.js';
@@ -141,6 +142,41 @@ describe('redis message backend', { skip: suite.skip }, () => {
       ['a', 'b'],
     );
     await backend.close();
+  });
+
+  it("completes a message and receives its session's next one in one script call", async () => {
+    const counted = new Redis(url, { lazyConnect: true });
+    const calls: string[] = [];
+    const callBuffer = counted.callBuffer.bind(counted);
+    counted.callBuffer = ((command: string, ...rest: unknown[]) => {
+      calls.push(command);
+      return (callBuffer as (...args: unknown[]) => unknown)(command, ...rest);
+    }) as typeof counted.callBuffer;
+    const backend = redisMessageBackend({ client: counted, keyPrefix: `${suite.keyPrefix}car:` });
+    await backend.putQueue('s', { ...settings, sessions: true });
+    const inSession = (id: string) => ({ ...msg(id), sessionId: 'A' });
+    await backend.send('s', [inSession('a1'), inSession('a2'), inSession('a3')], T0);
+    const [a1] = (await backend.receive('s', { max: 5, lockMs: 1000, now: T0 })).messages;
+    const request = { max: 5, lockMs: 1000, now: T0 + 1 };
+    // The first call loads the script (EVALSHA, NOSCRIPT, EVAL); the next is one EVALSHA.
+    const [a2] = (await completeAndReceive(backend, 's', a1?.lockToken as string, request)).received.messages;
+    calls.length = 0;
+    const next = await completeAndReceive(backend, 's', a2?.lockToken as string, request);
+    assert.deepEqual(calls, ['EVALSHA']);
+    assert.equal(next.outcome, 'ok');
+    assert.deepEqual(
+      next.received.messages.map((m) => [m.id, m.deliveryCount]),
+      [['a3', 1]],
+    );
+    // A lost lock: nothing is completed and nothing received (a3 stays locked to its holder).
+    const lost = await completeAndReceive(backend, 's', a2?.lockToken as string, request);
+    assert.deepEqual(lost, { outcome: 'lost', received: { messages: [], nextDueAt: undefined } });
+    assert.deepEqual(
+      (await backend.peek('s', { limit: 10 })).map((m) => [m.id, m.state]),
+      [['a3', 'locked']],
+    );
+    await backend.close();
+    counted.disconnect();
   });
 
   it('keeps every key of a queue in its hash slot, under the key prefix', async () => {

@@ -1,7 +1,8 @@
 /**
  * The Redis adapter of the MessageBackend port. Every operation is one Lua script call (EVALSHA, sent as EVAL
  * again after NOSCRIPT: a restarted or flushed server needs nothing from the caller), batches included, so each
- * is atomic and costs one round trip. `scripts.ts` lists the keys.
+ * is atomic and costs one round trip; completeAndReceive too (a completion and the next receive in one script, so a
+ * session's next message comes back in the completion's round trip). `scripts.ts` lists the keys.
  *
  * Why sorted sets and hashes, not Streams with consumer groups: a stream delivers in append order with one
  * idle-time clock per pending entry, so priority and weighted ranks, scheduled and delayed delivery, per-message
@@ -196,27 +197,8 @@ export class RedisMessageBackend implements MessageBackend {
   }
 
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
-    const { now, lockMs } = request;
-    const nonce = `${this.#nonce}${(this.#receives++).toString(36)}`;
-    const reply = (await this.#runOnQueue('receive', queue, [
-      String(now),
-      String(request.max),
-      String(lockMs),
-      nonce,
-      String(request.sessionBatch ?? 1),
-    ])) as (Buffer | number | null)[];
-    const messages: DeliveredMessage[] = [];
-    const payloads = new PayloadReader();
-    for (let i = 1; i < reply.length; i += 3) {
-      const record = reply[i + 1] as Buffer;
-      messages.push({
-        ...storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
-        lockToken: recordStrings(record)[0] as string,
-        lockedUntil: record.readDoubleLE(LOCKED_UNTIL),
-      });
-    }
-    const due = reply[0] as Buffer | null;
-    return { messages, nextDueAt: due === null ? undefined : Number(due.toString('latin1')) };
+    const reply = (await this.#runOnQueue('receive', queue, this.#receiveArguments(request))) as ReceiveReply;
+    return received(reply, 0);
   }
 
   async renewLocks(
@@ -237,6 +219,21 @@ export class RedisMessageBackend implements MessageBackend {
   async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
     const reply = (await this.#runOnQueue('complete', queue, [String(now), ...lockTokens])) as number[];
     return reply.map((ok) => (ok === 1 ? 'ok' : 'lost'));
+  }
+
+  async completeAndReceive(
+    queue: string,
+    lockToken: string,
+    request: ReceiveRequest,
+  ): Promise<{ outcome: SettleOutcome; received: ReceiveResult }> {
+    const [now, ...receiving] = this.#receiveArguments(request);
+    const reply = (await this.#runOnQueue('completeAndReceive', queue, [
+      now as string,
+      lockToken,
+      ...receiving,
+    ])) as ReceiveReply;
+    if (reply[0] === 0) return { outcome: 'lost', received: { messages: [], nextDueAt: undefined } };
+    return { outcome: 'ok', received: received(reply, 1) };
   }
 
   async abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome> {
@@ -465,6 +462,17 @@ export class RedisMessageBackend implements MessageBackend {
       return client;
     })();
     return this.#connecting;
+  }
+
+  /** RECEIVE's arguments: now, max, lockMs, a token nonce of its own, session batch. */
+  #receiveArguments(request: ReceiveRequest): string[] {
+    return [
+      String(request.now),
+      String(request.max),
+      String(request.lockMs),
+      `${this.#nonce}${(this.#receives++).toString(36)}`,
+      String(request.sessionBatch ?? 1),
+    ];
   }
 
   async #runOnQueue(name: ScriptName, queue: string, args: Argument[]): Promise<Reply> {
@@ -704,6 +712,24 @@ function recordStrings(record: Buffer): string[] {
     offset += 4 + length;
   }
   return strings;
+}
+
+/** What receive_messages returns (see scripts.ts), from reply[from] on. */
+type ReceiveReply = (Buffer | number | null)[];
+
+function received(reply: ReceiveReply, from: number): ReceiveResult {
+  const messages: DeliveredMessage[] = [];
+  const payloads = new PayloadReader();
+  for (let i = from + 1; i < reply.length; i += 3) {
+    const record = reply[i + 1] as Buffer;
+    messages.push({
+      ...storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
+      lockToken: recordStrings(record)[0] as string,
+      lockedUntil: record.readDoubleLE(LOCKED_UNTIL),
+    });
+  }
+  const due = reply[from] as Buffer | null;
+  return { messages, nextDueAt: due === null ? undefined : Number(due.toString('latin1')) };
 }
 
 function storedMessage(sequence: number, record: Buffer, payload: Buffer): StoredMessage {

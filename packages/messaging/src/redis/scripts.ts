@@ -96,6 +96,16 @@ local function fetch_all(command, key, list)
   return out
 end
 
+-- The record and the payload field of each message, interleaved: {record 1, payload 1, record 2, ...}.
+local function records_and_payloads(q, seqs)
+  local fields = {}
+  for i = 1, #seqs do
+    fields[2 * i - 1] = seqs[i]
+    fields[2 * i] = payload_field(seqs[i])
+  end
+  return fetch_all('HMGET', q.base .. 'r', fields)
+end
+
 local function decode(raw)
   local r = {struct.unpack(RECORD, raw)}
   -- struct.unpack ends with the position after what it read (slot REF, so the table never grows): the blob
@@ -439,12 +449,7 @@ end
 -- return.
 local function listing(q, seqs)
   if #seqs == 0 then return {} end
-  local fields = {}
-  for i = 1, #seqs do
-    fields[2 * i - 1] = seqs[i]
-    fields[2 * i] = payload_field(seqs[i])
-  end
-  local values = fetch_all('HMGET', q.base .. 'r', fields)
+  local values = records_and_payloads(q, seqs)
   local reply = {}
   local add_payload, close_payloads = payload_writer(q, reply)
   for i = 1, #seqs do
@@ -616,126 +621,128 @@ finish(q)
 return result
 `;
 
-const RECEIVE = `
--- KEYS: queue meta. ARGV: now, max, lockMs, token nonce.
--- Returns {nextDueAt or false, then sequence, record and payload slot (payload_writer) per message}.
-local q = open_or_fail()
-local now, max, lock_ms, nonce = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local batch = tonumber(ARGV[5]) or 1
-local budget = SWEEP_LIMIT
+const RECEIVING = `
+-- Locks up to max deliverable messages of q (and, with batch > 1, the waiting messages behind a session head) for
+-- lock_ms. Returns {nextDueAt or false, then sequence, record and payload slot (payload_writer) per message}.
+local function receive_messages(q, now, max, lock_ms, nonce, batch)
+  local budget = SWEEP_LIMIT
 
--- Due scheduled messages become available (or die expired); expired locks come back (or die, past the last
--- delivery), ranked from when their lock ran out.
-local function sweep(kind, due)
-  local seqs = redis.call('ZRANGEBYSCORE', q.base .. kind, '-inf', fmt(now), 'LIMIT', 0, budget)
-  if #seqs == 0 then return end
-  budget = budget - #seqs
-  call_all('ZREM', q.base .. kind, seqs)
-  local raws = fetch_all('HMGET', q.base .. 'r', seqs)
-  for i = 1, #seqs do due(seqs[i], decode(raws[i])) end
-end
-sweep('u', function(seq, r)
-  if r[EXPIRES_AT] <= now then
-    kill(q, seq, r, EXPIRED, false, now)
-  else
-    deliverable(q, seq, r, r[AVAILABLE_AT], now)
+  -- Due scheduled messages become available (or die expired); expired locks come back (or die, past the last
+  -- delivery), ranked from when their lock ran out.
+  local function sweep(kind, due)
+    local seqs = redis.call('ZRANGEBYSCORE', q.base .. kind, '-inf', fmt(now), 'LIMIT', 0, budget)
+    if #seqs == 0 then return end
+    budget = budget - #seqs
+    call_all('ZREM', q.base .. kind, seqs)
+    local raws = fetch_all('HMGET', q.base .. 'r', seqs)
+    for i = 1, #seqs do due(seqs[i], decode(raws[i])) end
   end
-end)
-sweep('k', function(seq, r)
-  if released[seq] then return end
-  -- Locked behind its session's head: back to waiting, with the ones behind it. A head takes them with it.
-  if r[HAS_SESSION] == 1 and redis.call('HGET', q.base .. 'h', r[SESSION]) ~= seq then
-    back_to_waiting(q, seq, r, true)
-    return
-  end
-  back_to_waiting(q, seq, r, false)
-  if r[DELIVERIES] >= q.maxd then
-    kill(q, seq, r, MAX_DELIVERIES, false, now)
-  else
-    deliverable(q, seq, r, r[LOCKED_UNTIL], now)
-  end
-end)
-flush(q)
-
-local locked_until = now + lock_ms
-local locked_text = fmt(locked_until)
-local reply = {false}
-local add_payload, close_payloads = payload_writer(q, reply)
-local taken, behind = 0, 0
-
--- A session batch: the head's next waiting messages, in order, while each is due and not expired.
-local function lock_behind(seq, r)
-  local sid = r[SESSION]
-  local members = redis.call('ZRANGEBYLEX', q.base .. 'w', '[' .. sid .. '\\0', '(' .. sid .. '\\1', 'LIMIT', 0, batch - 1)
-  for i = 1, #members do
-    local fseq = string.sub(members[i], -16)
-    local values = redis.call('HMGET', q.base .. 'r', fseq, payload_field(fseq))
-    local fr = decode(values[1])
-    if fr[AVAILABLE_AT] > now or fr[EXPIRES_AT] <= now then return end
-    behind = behind + 1
-    fr[STATE] = LOCKED
-    fr[DELIVERIES] = fr[DELIVERIES] + 1
-    fr[LOCKED_UNTIL] = locked_until
-    fr[TOKEN] = fseq .. '.' .. nonce .. '.b' .. behind
-    redis.call('ZREM', q.base .. 'w', members[i])
-    redis.call('ZADD', q.base .. 'f', 0, members[i])
-    put(q, 'ZADD', 'k', locked_text, fseq)
-    reply[#reply + 1] = tonumber(fseq)
-    reply[#reply + 1] = save(q, fseq, fr)
-    add_payload(values[2], fr)
-  end
-end
-while taken < max and budget > 0 do
-  local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - taken - 1)
-  if #seqs == 0 then break end
-  local fields = {}
-  for i = 1, #seqs do
-    fields[2 * i - 1] = seqs[i]
-    fields[2 * i] = payload_field(seqs[i])
-  end
-  local values = fetch_all('HMGET', q.base .. 'r', fields)
-  local used, killed = #seqs, false
-  for i = 1, #seqs do
-    local seq, r = seqs[i], decode(values[2 * i - 1])
+  sweep('u', function(seq, r)
     if r[EXPIRES_AT] <= now then
-      -- Expired: dead-lettered instead of delivered. Its session's next message may now rank before the
-      -- rest of this pick, so pick again.
       kill(q, seq, r, EXPIRED, false, now)
-      used, killed = i, true
-      budget = budget - 1
-      break
-    end
-    taken = taken + 1
-    r[STATE] = LOCKED
-    r[DELIVERIES] = r[DELIVERIES] + 1
-    r[LOCKED_UNTIL] = locked_until
-    r[TOKEN] = seq .. '.' .. nonce .. '.' .. taken
-    put(q, 'ZADD', 'k', locked_text, seq)
-    reply[#reply + 1] = tonumber(seq)
-    reply[#reply + 1] = save(q, seq, r)
-    add_payload(values[2 * i], r)
-    if batch > 1 and r[HAS_SESSION] == 1 then lock_behind(seq, r) end
-  end
-  -- Before flush(): until then the first ranks are still exactly the picked messages.
-  redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, used - 1)
-  flush(q)
-  if not killed then break end
-end
-
-close_payloads()
-if taken == 0 then
-  if redis.call('ZCARD', q.base .. 'a') > 0 then
-    reply[1] = fmt(now)
-  else
-    local scheduled = redis.call('ZRANGE', q.base .. 'u', 0, 0, 'WITHSCORES')[2]
-    local locked = redis.call('ZRANGE', q.base .. 'k', 0, 0, 'WITHSCORES')[2]
-    if scheduled and locked then
-      reply[1] = fmt(math.min(tonumber(scheduled), tonumber(locked)))
     else
-      reply[1] = scheduled or locked or false
+      deliverable(q, seq, r, r[AVAILABLE_AT], now)
+    end
+  end)
+  sweep('k', function(seq, r)
+    if released[seq] then return end
+    -- Locked behind its session's head: back to waiting, with the ones behind it. A head takes them with it.
+    if r[HAS_SESSION] == 1 and redis.call('HGET', q.base .. 'h', r[SESSION]) ~= seq then
+      back_to_waiting(q, seq, r, true)
+      return
+    end
+    back_to_waiting(q, seq, r, false)
+    if r[DELIVERIES] >= q.maxd then
+      kill(q, seq, r, MAX_DELIVERIES, false, now)
+    else
+      deliverable(q, seq, r, r[LOCKED_UNTIL], now)
+    end
+  end)
+  flush(q)
+
+  local locked_until = now + lock_ms
+  local locked_text = fmt(locked_until)
+  local reply = {false}
+  local add_payload, close_payloads = payload_writer(q, reply)
+  local taken, behind = 0, 0
+
+  -- A session batch: the head's next waiting messages, in order, while each is due and not expired.
+  local function lock_behind(seq, r)
+    local sid = r[SESSION]
+    local members = redis.call('ZRANGEBYLEX', q.base .. 'w', '[' .. sid .. '\\0', '(' .. sid .. '\\1', 'LIMIT', 0, batch - 1)
+    for i = 1, #members do
+      local fseq = string.sub(members[i], -16)
+      local values = redis.call('HMGET', q.base .. 'r', fseq, payload_field(fseq))
+      local fr = decode(values[1])
+      if fr[AVAILABLE_AT] > now or fr[EXPIRES_AT] <= now then return end
+      behind = behind + 1
+      fr[STATE] = LOCKED
+      fr[DELIVERIES] = fr[DELIVERIES] + 1
+      fr[LOCKED_UNTIL] = locked_until
+      fr[TOKEN] = fseq .. '.' .. nonce .. '.b' .. behind
+      redis.call('ZREM', q.base .. 'w', members[i])
+      redis.call('ZADD', q.base .. 'f', 0, members[i])
+      put(q, 'ZADD', 'k', locked_text, fseq)
+      reply[#reply + 1] = tonumber(fseq)
+      reply[#reply + 1] = save(q, fseq, fr)
+      add_payload(values[2], fr)
     end
   end
+  while taken < max and budget > 0 do
+    local seqs = redis.call('ZRANGE', q.base .. 'a', 0, max - taken - 1)
+    if #seqs == 0 then break end
+    local values = records_and_payloads(q, seqs)
+    local used, killed = #seqs, false
+    for i = 1, #seqs do
+      local seq, r = seqs[i], decode(values[2 * i - 1])
+      if r[EXPIRES_AT] <= now then
+        -- Expired: dead-lettered instead of delivered. Its session's next message may now rank before the
+        -- rest of this pick, so pick again.
+        kill(q, seq, r, EXPIRED, false, now)
+        used, killed = i, true
+        budget = budget - 1
+        break
+      end
+      taken = taken + 1
+      r[STATE] = LOCKED
+      r[DELIVERIES] = r[DELIVERIES] + 1
+      r[LOCKED_UNTIL] = locked_until
+      r[TOKEN] = seq .. '.' .. nonce .. '.' .. taken
+      put(q, 'ZADD', 'k', locked_text, seq)
+      reply[#reply + 1] = tonumber(seq)
+      reply[#reply + 1] = save(q, seq, r)
+      add_payload(values[2 * i], r)
+      if batch > 1 and r[HAS_SESSION] == 1 then lock_behind(seq, r) end
+    end
+    -- Before flush(): until then the first ranks are still exactly the picked messages.
+    redis.call('ZREMRANGEBYRANK', q.base .. 'a', 0, used - 1)
+    flush(q)
+    if not killed then break end
+  end
+
+  close_payloads()
+  if taken == 0 then
+    if redis.call('ZCARD', q.base .. 'a') > 0 then
+      reply[1] = fmt(now)
+    else
+      local scheduled = redis.call('ZRANGE', q.base .. 'u', 0, 0, 'WITHSCORES')[2]
+      local locked = redis.call('ZRANGE', q.base .. 'k', 0, 0, 'WITHSCORES')[2]
+      if scheduled and locked then
+        reply[1] = fmt(math.min(tonumber(scheduled), tonumber(locked)))
+      else
+        reply[1] = scheduled or locked or false
+      end
+    end
+  end
+  return reply
 end
+`;
+
+const RECEIVE = `
+-- KEYS: queue meta. ARGV: now, max, lockMs, token nonce, session batch. Returns receive_messages' reply.
+local q = open_or_fail()
+local reply = receive_messages(q, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4],
+  tonumber(ARGV[5]) or 1)
 finish(q)
 return reply
 `;
@@ -761,30 +768,56 @@ finish(q)
 return result
 `;
 
+const COMPLETING = `
+-- Deletes the messages locked under tokens. Returns 1 (ok) or 0 (lost) per token.
+local function complete_tokens(q, now, tokens)
+  local seqs = {}
+  for i = 1, #tokens do seqs[i] = string.sub(tokens[i], 1, 16) end
+  local raws = #seqs > 0 and fetch_all('HMGET', q.base .. 'r', seqs) or {}
+  local result, done = {}, {}
+  for i = 1, #seqs do
+    local seq = seqs[i]
+    local r = raws[i] and not done[seq] and decode(raws[i])
+    if r and r[STATE] == LOCKED and r[TOKEN] == tokens[i] then
+      done[seq] = true
+      result[i] = 1
+      drop(q, seq, r)
+      put(q, 'ZREM', 'k', seq)
+      put(q, 'ZREM', 'l', seq)
+      advance(q, seq, r, now)
+    else
+      result[i] = 0
+    end
+  end
+  return result
+end
+`;
+
 const COMPLETE = `
 -- KEYS: queue meta. ARGV: now, tokens. Returns 1 (ok) or 0 (lost) per token.
 local q = open_or_fail()
-local now = tonumber(ARGV[1])
-local seqs = {}
-for i = 2, #ARGV do seqs[#seqs + 1] = string.sub(ARGV[i], 1, 16) end
-local raws = #seqs > 0 and fetch_all('HMGET', q.base .. 'r', seqs) or {}
-local result, done = {}, {}
-for i = 1, #seqs do
-  local seq = seqs[i]
-  local r = raws[i] and not done[seq] and decode(raws[i])
-  if r and r[STATE] == LOCKED and r[TOKEN] == ARGV[i + 1] then
-    done[seq] = true
-    result[i] = 1
-    drop(q, seq, r)
-    put(q, 'ZREM', 'k', seq)
-    put(q, 'ZREM', 'l', seq)
-    advance(q, seq, r, now)
-  else
-    result[i] = 0
-  end
-end
+local tokens = {}
+for i = 2, #ARGV do tokens[i - 1] = ARGV[i] end
+local result = complete_tokens(q, tonumber(ARGV[1]), tokens)
 finish(q)
 return result
+`;
+
+const COMPLETE_AND_RECEIVE = `
+-- KEYS: queue meta. ARGV: now, token, max, lockMs, token nonce, session batch.
+-- Returns {0} when the lock was lost (nothing is received), else 1 followed by receive_messages' reply.
+local q = open_or_fail()
+local now = tonumber(ARGV[1])
+if complete_tokens(q, now, {ARGV[2]})[1] == 0 then
+  finish(q)
+  return {0}
+end
+-- The receive reads what the completion wrote (a session's next message made available).
+flush(q)
+local reply = receive_messages(q, now, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]) or 1)
+finish(q)
+table.insert(reply, 1, 1)
+return reply
 `;
 
 const ABANDON = `
@@ -1018,9 +1051,10 @@ export const SCRIPTS = {
   putQueue: PUT_QUEUE,
   deleteQueue: DELETE_QUEUE,
   send: CORE + SEND,
-  receive: CORE + BLOB_READ + RECEIVE,
+  receive: CORE + BLOB_READ + RECEIVING + RECEIVE,
   renew: CORE + RENEW,
-  complete: CORE + BLOB_DROP + COMPLETE,
+  complete: CORE + BLOB_DROP + COMPLETING + COMPLETE,
+  completeAndReceive: CORE + BLOB_DROP + BLOB_READ + COMPLETING + RECEIVING + COMPLETE_AND_RECEIVE,
   abandon: CORE + ABANDON,
   deadLetter: CORE + DEAD_LETTER,
   peek: CORE + BLOB_READ + PEEK,
