@@ -186,20 +186,23 @@ export async function startConferenceSystem(
     : [];
   const processOutcomes = new Map<string, number>();
   let election: LeaderElection | undefined;
+  let manager: ProcessManager<RegistrationProcessState, RegistrationProcessEvent> | undefined;
   let failed = false;
   if (runsWorker) {
     const workerBus = new CommandBus(routing);
     registerCommandHandlers(workerBus, handlerDependencies);
     // Process-manager and reaction commands always travel on queues.
     const queuedBus = new CommandBus(routing);
-    const manager = new ProcessManager<RegistrationProcessState, RegistrationProcessEvent>({
+    manager = new ProcessManager<RegistrationProcessState, RegistrationProcessEvent>({
       definition: registrationProcessDefinition({ graceMs: config.reservationGraceMs }),
       store,
       commands: queuedBus,
       timeouts: queueTimeoutScheduler(messaging, TIMEOUT_QUEUE),
       clock,
-      // Saves a stream read per event; an instance another worker changed meanwhile fails its append, rereads.
-      cache: {},
+      // Saves a stream read per event; an instance another worker changed meanwhile fails its append, rereads. What a
+      // step sent is marked by the process's next step (it follows within seconds), not by an append of its own: a
+      // crash may send the last second's commands again, with the same ids, which the queues drop as duplicates.
+      cache: { deferSentMarksMs: 1000 },
     });
     manager.events.on((event) => processOutcomes.set(event.type, (processOutcomes.get(event.type) ?? 0) + 1));
     const router = new ProcessRouter([manager]);
@@ -279,6 +282,7 @@ export async function startConferenceSystem(
       queueMetrics?.stop();
       for (const consumer of consumers) await consumer.close();
       await election?.stop();
+      await manager?.recordSent();
       for (const runner of runners) await runner.stop();
       await Promise.allSettled(running);
       await infrastructure.close();

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
 import type { EventStore } from '../event-store.js';
 import { ProcessDispatchError } from './errors.js';
 import { countStreamReads, orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
@@ -304,6 +305,83 @@ export function processManagerContract(label: string, stores: ContractStores): v
       assert.deepEqual(cached.instance, uncached.instance);
       assert.deepEqual(cached.records, uncached.records);
       assert.deepEqual(cached.sent, uncached.sent);
+    });
+
+    it('with deferred sent marks, each step carries the mark of what was sent before it, and the last is appended after the delay', async () => {
+      const { store, reopen } = await stores.open();
+      const clock = new VirtualClock({ now: store.clock.now() });
+      const sender = new RecordingSender();
+      const manager = new ProcessManager({
+        definition: registrationProcess,
+        store,
+        commands: sender,
+        timeouts: new RecordingScheduler(),
+        clock,
+        cache: { deferSentMarksMs: 1000 },
+      });
+      const order = orderEvents('o-9');
+      const stream = 'registration-o-9';
+      const records = async () => (await store.readStream(stream)).map((r) => r.type);
+      await manager.handle(order.placed('e-1', clock.now() + 15 * 60_000));
+      await manager.handle(order.reserved('e-2', sender.sent[0]?.id));
+      await manager.handle(order.paid('e-3'));
+      await manager.handle(order.confirmed('e-4'));
+      assert.deepEqual(sender.types(), HAPPY_PATH_COMMANDS);
+      assert.deepEqual(await records(), [STEP_RECORD, STEP_RECORD, STEP_RECORD, STEP_RECORD]);
+      const steps = (await store.readStream(stream)).map((r) => r.data as StepRecord);
+      // Each step marks what the one before it recorded and this manager sent (the first step's timeout too).
+      for (const [i, step] of steps.entries()) {
+        const before = steps[i - 1];
+        const expected =
+          before === undefined ? undefined : [...before.commands, ...before.timeouts].map((m) => m.id);
+        assert.deepEqual(step.sent, expected, `step ${i + 1}`);
+      }
+      // Another instance reading the stream now would send the last step's commands again (same ids)...
+      const fresh = new ProcessManager({
+        definition: registrationProcess,
+        store: await reopen(),
+        commands: new RecordingSender(),
+      });
+      assert.deepEqual(
+        (await fresh.read('o-9')).pending.map((m) => (m.kind === 'command' ? m.command.id : m.timeout.id)),
+        steps[3]?.commands.map((c) => c.id),
+      );
+      // ... until the deferred mark is appended on its own, once the delay has passed.
+      await clock.advance(999);
+      assert.deepEqual(await records(), [STEP_RECORD, STEP_RECORD, STEP_RECORD, STEP_RECORD]);
+      await clock.advance(1);
+      await waitUntil(async () => (await records()).length === 5, 'the deferred mark is appended');
+      assert.deepEqual(await records(), [
+        STEP_RECORD,
+        STEP_RECORD,
+        STEP_RECORD,
+        STEP_RECORD,
+        DISPATCHED_RECORD,
+      ]);
+      assert.deepEqual((await fresh.read('o-9')).pending, []);
+      assert.equal(sender.sent.length, HAPPY_PATH_COMMANDS.length, 'nothing sent twice');
+    });
+
+    it('with deferred sent marks, recordSent appends every mark still deferred', async () => {
+      const { store } = await stores.open();
+      const manager = new ProcessManager({
+        definition: registrationProcess,
+        store,
+        commands: new RecordingSender(),
+        timeouts: new RecordingScheduler(),
+        clock: new VirtualClock({ now: store.clock.now() }),
+        cache: { deferSentMarksMs: 60_000 },
+      });
+      for (const id of ['o-10', 'o-11'])
+        await manager.handle(orderEvents(id).placed(`${id}-e1`, store.clock.now() + 15 * 60_000));
+      await manager.recordSent();
+      for (const id of ['o-10', 'o-11']) {
+        assert.deepEqual(
+          (await store.readStream(`registration-${id}`)).map((r) => r.type),
+          [STEP_RECORD, DISPATCHED_RECORD],
+        );
+        assert.deepEqual((await manager.read(id)).pending, []);
+      }
     });
 
     it('with a cache on two instances, the one behind the stream conflicts, reads it and decides again', async () => {

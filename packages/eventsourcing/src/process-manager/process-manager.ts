@@ -1,10 +1,12 @@
 import {
   assertCount,
+  assertDuration,
   assertFunction,
   type Clock,
   EventEmitter,
   InvalidOptionsError,
   type StratusEvent,
+  type TimerHandle,
 } from '@stratus/core';
 import { categoryOf } from '../backend.js';
 import { CommandBus } from '../command-bus.js';
@@ -59,6 +61,14 @@ export interface ProcessManagerOptions<State, Event extends ProcessEvent> {
 export interface ProcessCacheOptions {
   /** Beyond this many, the instance written longest ago is dropped; default 10,000. */
   readonly maxEntries?: number;
+  /**
+   * Defers the record that an instance's messages were sent: it rides on the instance's next step (in the step's
+   * `sent`, no append of its own), or is appended on its own once this many milliseconds passed without one (and
+   * by `recordSent`). Saves an append per step that sends anything. The price: a crash within that time leaves
+   * messages sent but not marked, so the next load of their process sends them again, with the same ids for the
+   * receivers' duplicate detection (as a crash between a send and its mark does anyway). Off unless given.
+   */
+  readonly deferSentMarksMs?: number;
 }
 
 /** What became of one event or timeout. */
@@ -137,6 +147,11 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
   readonly #clock: Clock;
   readonly #startedBy: ReadonlySet<string>;
   readonly #cache: RecentFolds<State> | undefined;
+  readonly #deferSentMarksMs: number | undefined;
+  /** Sent messages whose mark is deferred, by process id, in send order, with the timer that appends the mark. */
+  readonly #unmarked = new Map<string, { ids: string[]; timer: TimerHandle }>();
+  /** Deferred marks being appended on their own. */
+  readonly #marking = new Set<Promise<void>>();
 
   constructor(options: ProcessManagerOptions<State, Event>) {
     if (typeof options !== 'object' || options === null)
@@ -171,9 +186,11 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
     if (cache !== undefined) {
       if (typeof cache !== 'object' || cache === null)
         throw new InvalidOptionsError('cache', 'expected an object');
-      const { maxEntries = 10_000 } = cache;
+      const { maxEntries = 10_000, deferSentMarksMs } = cache;
       assertCount('cache.maxEntries', maxEntries, 1);
+      if (deferSentMarksMs !== undefined) assertDuration('cache.deferSentMarksMs', deferSentMarksMs);
       this.#cache = new RecentFolds(maxEntries);
+      this.#deferSentMarksMs = deferSentMarksMs;
     }
     this.name = name;
     this.definition = definition;
@@ -226,7 +243,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
   /** Loads a process and sends whatever it recorded but has not sent yet. */
   async load(processId: string): Promise<ProcessInstance<State>> {
     const instance = await this.read(processId);
-    if (instance.pending.length > 0) await this.#dispatch(instance);
+    if (instance.pending.length > 0) await this.#dispatch(instance, instance.version);
     return { ...instance, pending: [] };
   }
 
@@ -237,7 +254,10 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
 
   async #readFold(processId: string): Promise<ProcessFold<State>> {
     const records = await this.#store.readStream(this.streamName(processId));
-    return foldOnto(emptyFold(processId, this.definition.initialState(processId)), records);
+    const fold = foldOnto(emptyFold(processId, this.definition.initialState(processId)), records);
+    // Sent by this manager with the mark deferred: not pending, whatever the stream says yet.
+    const deferred = this.#unmarked.get(processId)?.ids;
+    return deferred === undefined ? fold : foldOnto(fold, [sentRecord(deferred, fold.version)]);
   }
 
   /**
@@ -267,7 +287,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         const processId = stream.streamName.slice(this.name.length + 1);
         const instance = await this.read(processId);
         if (instance.pending.length === 0) continue;
-        await this.#dispatch(instance);
+        await this.#dispatch(instance, instance.version);
         flushed++;
       }
       if (streams.length < 100) return flushed;
@@ -286,13 +306,20 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
       const guessing = guessNew && cached === undefined;
       guessNew = false;
       if (guessing) attempt--;
-      const fold =
+      let fold =
         cached ??
         (guessing
           ? emptyFold(processId, this.definition.initialState(processId))
           : await this.#readFold(processId));
-      const instance = instanceOf(fold);
-      if (instance.pending.length > 0) await this.#dispatch(instance);
+      let instance = instanceOf(fold);
+      if (instance.pending.length > 0) {
+        const marker = await this.#dispatch(instance, instance.version);
+        // Deferred, the mark rides on the step below: the fold goes on without these messages pending.
+        if (this.#deferSentMarksMs !== undefined && marker !== undefined) {
+          fold = foldOnto(fold, [marker]);
+          instance = instanceOf(fold);
+        }
+      }
       const ignored = this.#whyIgnored(instance, event, timeoutId);
       if (ignored !== undefined) {
         if (ignored === 'duplicate') this.#emit({ type: 'duplicate-ignored', processId, eventId: event.id });
@@ -309,9 +336,10 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
       };
       let decided: ProcessOutcome<State, Event>;
       let step: StepRecord;
+      const marking = this.#unmarked.get(processId)?.ids.slice();
       try {
         decided = this.definition.handle(instance.state, event, context) ?? {};
-        step = this.#stepOf(processId, event, decided, context);
+        step = this.#stepOf(processId, event, decided, context, marking);
       } catch (error) {
         if (cached === undefined && !guessing) throw error;
         // The cached (or guessed) state may be behind the stream, in a stage that refuses this event: decide on a
@@ -336,6 +364,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
           this.#cache?.delete(processId);
           continue;
         }
+        if (marking !== undefined) this.#marked(processId, marking);
         const started = instance.version === 0;
         if (started) this.#emit({ type: 'started', processId, eventId: event.id });
         const version = appended.nextExpectedVersion;
@@ -353,9 +382,12 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
           ...step.commands.map((command) => ({ kind: 'command' as const, command })),
           ...step.timeouts.map((timeout) => ({ kind: 'timeout' as const, timeout })),
         ];
-        const marker = pending.length > 0 ? await this.#dispatch({ ...instance, pending }) : undefined;
-        // Not cached if anything was appended between the step and its marker: this fold would miss it.
-        if (pending.length > 0 && marker?.streamVersion !== version + 1) this.#cache?.delete(processId);
+        const marker =
+          pending.length > 0 ? await this.#dispatch({ ...instance, pending }, version) : undefined;
+        // Not cached if anything was appended between the step and its marker: this fold would miss it. (A
+        // deferred mark is not appended: it stands at the step's version.)
+        const markedAt = this.#deferSentMarksMs === undefined ? version + 1 : version;
+        if (pending.length > 0 && marker?.streamVersion !== markedAt) this.#cache?.delete(processId);
         else
           this.#cache?.set(
             processId,
@@ -400,6 +432,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
     event: Event,
     outcome: ProcessOutcome<State, Event>,
     context: ProcessContext,
+    sent: readonly string[] | undefined,
   ): StepRecord {
     const invalid = (reason: string) => new InvalidProcessOutcomeError(this.name, processId, reason);
     if (typeof outcome !== 'object') throw invalid('expected an object or undefined');
@@ -450,14 +483,16 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
       timeouts,
       cancelledTimeouts: [...cancelledTimeouts],
       completed: outcome.complete === true,
+      ...(sent === undefined ? {} : { sent }),
     };
   }
 
   /**
    * Sends pending messages in order, then records which went out (also when only some did). Returns that record
-   * as appended; undefined when none was (nothing sent, or the same record was already stored).
+   * as appended; undefined when none was (nothing sent, or the same record was already stored). With deferred
+   * marks nothing is appended: the record returned stands at `version` (the stream's as far as this call knows).
    */
-  async #dispatch(instance: ProcessInstance<State>): Promise<ProcessRecord | undefined> {
+  async #dispatch(instance: ProcessInstance<State>, version: number): Promise<ProcessRecord | undefined> {
     const { processId } = instance;
     const sent: string[] = [];
     let failure: unknown;
@@ -478,7 +513,14 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         break;
       }
     }
-    const marker = sent.length > 0 ? await this.#markDispatched(processId, sent) : undefined;
+    let marker: ProcessRecord | undefined;
+    if (sent.length > 0 && this.#deferSentMarksMs !== undefined) {
+      this.#defer(processId, sent, this.#deferSentMarksMs);
+      marker = sentRecord(sent, version);
+    } else if (sent.length > 0) {
+      marker = await this.#markDispatched(processId, sent);
+    }
+    if (sent.length > 0) this.#emit({ type: 'dispatched', processId, ids: sent });
     if (failure !== undefined) {
       const pending = instance.pending.length - sent.length;
       this.#emit({ type: 'dispatch-failed', processId, pending, error: failure });
@@ -509,8 +551,59 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
     } catch (error) {
       if (!(error instanceof DuplicateEventIdError)) throw error;
     }
-    this.#emit({ type: 'dispatched', processId, ids });
     return marker;
+  }
+
+  /**
+   * Appends now the deferred marks of every message this manager sent (ProcessCacheOptions.deferSentMarksMs), and
+   * waits for those already being appended: call it before stopping, so that a restart sends nothing again.
+   */
+  async recordSent(): Promise<void> {
+    for (const processId of [...this.#unmarked.keys()]) this.#appendMarks(processId);
+    while (this.#marking.size > 0) await Promise.all(this.#marking);
+  }
+
+  #defer(processId: string, ids: readonly string[], delayMs: number): void {
+    const entry = this.#unmarked.get(processId);
+    if (entry !== undefined) {
+      entry.ids.push(...ids);
+      return;
+    }
+    const timer = this.#clock.setTimeout(() => this.#appendMarks(processId), delayMs, { unref: true });
+    this.#unmarked.set(processId, { ids: [...ids], timer });
+  }
+
+  /** These deferred marks are stored now (a step carried them). */
+  #marked(processId: string, ids: readonly string[]): void {
+    const entry = this.#unmarked.get(processId);
+    if (entry === undefined) return;
+    const stored = new Set(ids);
+    entry.ids = entry.ids.filter((id) => !stored.has(id));
+    if (entry.ids.length > 0) return;
+    this.#clock.clearTimeout(entry.timer);
+    this.#unmarked.delete(processId);
+  }
+
+  /** The deferred marks of a process, appended on their own (no step came to carry them). */
+  #appendMarks(processId: string): void {
+    const entry = this.#unmarked.get(processId);
+    if (entry === undefined) return;
+    this.#clock.clearTimeout(entry.timer);
+    this.#unmarked.delete(processId);
+    const appending = this.#markDispatched(processId, entry.ids).then(
+      (marker) => {
+        const cached = this.#cache?.get(processId);
+        if (cached === undefined || marker === undefined) return;
+        // The cached fold already counts these as sent; it only moves to the marker's version, if it is just behind.
+        if (cached.version === marker.streamVersion - 1)
+          this.#cache?.set(processId, foldOnto(cached, [marker]));
+        else this.#cache?.delete(processId);
+      },
+      // The store refused (down, the stream gone): try again later; until then these count as sent here.
+      () => this.#defer(processId, entry.ids, this.#deferSentMarksMs as number),
+    );
+    this.#marking.add(appending);
+    void appending.finally(() => this.#marking.delete(appending));
   }
 
   #emit(detail: ProcessManagerEventDetail): void {
@@ -546,6 +639,11 @@ class RecentFolds<State> {
   delete(processId: string): void {
     this.#folds.delete(processId);
   }
+}
+
+/** A record that these messages were sent, at `streamVersion` (deferred: not appended, or not yet). */
+function sentRecord(ids: readonly string[], streamVersion: number): ProcessRecord {
+  return { type: DISPATCHED_RECORD, data: { ids: [...ids] } satisfies DispatchedRecord, streamVersion };
 }
 
 /** The step as a read would give it (JSON), whatever the definition does later to what it returned. */

@@ -1,7 +1,8 @@
 /**
  * How a process instance is stored: its own stream of two record types. A `process-step` holds everything one
  * handled event decided (new state, commands and timeouts to send, completion), written in ONE append at the
- * version the decision was made on; a `process-dispatched` marks outgoing messages as sent. Folding the stream
+ * version the decision was made on; a `process-dispatched` marks outgoing messages as sent (or the next step's
+ * `sent` does). Folding the stream
  * gives the state, the ids of the events already handled, and what was recorded but not yet sent.
  */
 import type { RecordedEvent } from '../backend.js';
@@ -35,6 +36,11 @@ export interface StepRecord {
   readonly timeouts: readonly RecordedTimeout[];
   readonly cancelledTimeouts: readonly string[];
   readonly completed: boolean;
+  /**
+   * Ids of messages recorded by earlier steps and sent before this one: their mark, carried by this step instead of
+   * a `process-dispatched` record of its own (ProcessCacheOptions.deferSentMarksMs).
+   */
+  readonly sent?: readonly string[];
 }
 
 export interface DispatchedRecord {
@@ -129,6 +135,7 @@ function applyRecord<State>(fold: FoldInProgress<State>, record: ProcessRecord):
   fold.version = record.streamVersion;
   if (record.type === STEP_RECORD) {
     const step = record.data as StepRecord;
+    markSent(fold, step.sent ?? []);
     handledEventIds.add(step.eventId);
     if ('state' in step) fold.state = step.state as State;
     // A timeout that has fired is no longer pending (it may be scheduled again by this very step).
@@ -147,10 +154,14 @@ function applyRecord<State>(fold: FoldInProgress<State>, record: ProcessRecord):
       liveTimeouts.clear();
     }
   } else if (record.type === DISPATCHED_RECORD) {
-    for (const id of (record.data as DispatchedRecord).ids) {
-      dispatched.add(id);
-      pending.delete(id);
-    }
+    markSent(fold, (record.data as DispatchedRecord).ids);
+  }
+}
+
+function markSent<State>(fold: FoldInProgress<State>, ids: readonly string[]): void {
+  for (const id of ids) {
+    fold.dispatched.add(id);
+    fold.pending.delete(id);
   }
 }
 
