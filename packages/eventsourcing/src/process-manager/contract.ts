@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import type { Clock } from '@stratus/core';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import type { EventStore } from '../event-store.js';
 import { ProcessDispatchError } from './errors.js';
@@ -24,6 +25,34 @@ export interface ContractStores {
   /** A store on a fresh, empty backend; call again for another handle on the SAME backend via `reopen`. */
   open(): Promise<{ store: EventStore; reopen: () => Promise<EventStore> }>;
   close(): Promise<void>;
+}
+
+/** A manager of the registration process sending to `sender`, timeouts to a RecordingScheduler. */
+function registrationManager(
+  store: EventStore,
+  sender: RecordingSender,
+  options: { readonly clock?: Clock; readonly cache?: ProcessCacheOptions } = {},
+) {
+  return new ProcessManager({
+    definition: registrationProcess,
+    store,
+    commands: sender,
+    timeouts: new RecordingScheduler(),
+    ...options,
+  });
+}
+
+/** Runs a registration's happy path through `manager`: placed, reserved, paid, confirmed (events e-1 to e-4). */
+async function register(
+  manager: ProcessManager<RegistrationState, RegistrationEvent>,
+  sender: RecordingSender,
+  order: ReturnType<typeof orderEvents>,
+  expiresAt: number,
+): Promise<void> {
+  await manager.handle(order.placed('e-1', expiresAt));
+  await manager.handle(order.reserved('e-2', sender.sent[0]?.id));
+  await manager.handle(order.paid('e-3'));
+  await manager.handle(order.confirmed('e-4'));
 }
 
 export function processManagerContract(label: string, stores: ContractStores): void {
@@ -280,18 +309,8 @@ export function processManagerContract(label: string, stores: ContractStores): v
         const { store } = await stores.open();
         const readsOf = countStreamReads(store);
         const sender = new RecordingSender();
-        const manager = new ProcessManager({
-          definition: registrationProcess,
-          store,
-          commands: sender,
-          timeouts: new RecordingScheduler(),
-          ...(cache === undefined ? {} : { cache }),
-        });
-        const expiresAt = Date.UTC(2100, 0, 1);
-        await manager.handle(order.placed('e-1', expiresAt));
-        await manager.handle(order.reserved('e-2', sender.sent[0]?.id));
-        await manager.handle(order.paid('e-3'));
-        await manager.handle(order.confirmed('e-4'));
+        const manager = registrationManager(store, sender, cache === undefined ? {} : { cache });
+        await register(manager, sender, order, Date.UTC(2100, 0, 1));
         const reads = readsOf(stream);
         const records = (await store.readStream(stream)).map((r) => [r.streamVersion, r.type, r.data]);
         return { reads, records, instance: await manager.read('o-7'), sent: sender.sent };
@@ -311,21 +330,10 @@ export function processManagerContract(label: string, stores: ContractStores): v
       const { store, reopen } = await stores.open();
       const clock = new VirtualClock({ now: store.clock.now() });
       const sender = new RecordingSender();
-      const manager = new ProcessManager({
-        definition: registrationProcess,
-        store,
-        commands: sender,
-        timeouts: new RecordingScheduler(),
-        clock,
-        cache: { deferSentMarksMs: 1000 },
-      });
-      const order = orderEvents('o-9');
+      const manager = registrationManager(store, sender, { clock, cache: { deferSentMarksMs: 1000 } });
       const stream = 'registration-o-9';
       const records = async () => (await store.readStream(stream)).map((r) => r.type);
-      await manager.handle(order.placed('e-1', clock.now() + 15 * 60_000));
-      await manager.handle(order.reserved('e-2', sender.sent[0]?.id));
-      await manager.handle(order.paid('e-3'));
-      await manager.handle(order.confirmed('e-4'));
+      await register(manager, sender, orderEvents('o-9'), clock.now() + 15 * 60_000);
       assert.deepEqual(sender.types(), HAPPY_PATH_COMMANDS);
       assert.deepEqual(await records(), [STEP_RECORD, STEP_RECORD, STEP_RECORD, STEP_RECORD]);
       const steps = (await store.readStream(stream)).map((r) => r.data as StepRecord);
@@ -364,11 +372,7 @@ export function processManagerContract(label: string, stores: ContractStores): v
 
     it('with deferred sent marks, recordSent appends every mark still deferred', async () => {
       const { store } = await stores.open();
-      const manager = new ProcessManager({
-        definition: registrationProcess,
-        store,
-        commands: new RecordingSender(),
-        timeouts: new RecordingScheduler(),
+      const manager = registrationManager(store, new RecordingSender(), {
         clock: new VirtualClock({ now: store.clock.now() }),
         cache: { deferSentMarksMs: 60_000 },
       });
