@@ -10,6 +10,7 @@ import { InvalidProcessOutcomeError, ProcessDispatchError } from './errors.js';
 import { countStreamReads, orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
 import { registrationProcess } from './fixtures/registration.js';
 import { type ProcessCacheOptions, ProcessManager, type ProcessManagerEvent } from './process-manager.js';
+import { DISPATCHED_RECORD, STEP_RECORD } from './process-stream.js';
 
 const T0 = Date.UTC(2026, 0, 5, 8, 0);
 
@@ -321,5 +322,30 @@ describe('ProcessManager with a cache', () => {
     assert.equal(readsOf('registration-o-2'), 0, 'started without a read, still cached');
     assert.equal(readsOf('registration-o-1'), 1, 'dropped for o-2');
     assert.equal((await manager.read('o-1')).state.stage, 'reservation-confirmed');
+  });
+
+  it('tries a deferred mark the store refused again after the delay, and says it failed', async () => {
+    const { clock, store, manager, seen } = setup(registrationProcess, { cache: { deferSentMarksMs: 1000 } });
+    const appendToStream = store.appendToStream.bind(store);
+    let refusals = 1;
+    store.appendToStream = ((streamName, events, options) => {
+      if (refusals > 0 && events[0]?.type === DISPATCHED_RECORD) {
+        refusals--;
+        return Promise.reject(new Error('store down'));
+      }
+      return appendToStream(streamName, events, options);
+    }) as typeof store.appendToStream;
+    const records = async () => (await store.readStream('registration-o-1')).map((r) => r.type);
+    await manager.handle(orderEvents('o-1').placed('e-1', T0 + 15 * 60_000));
+    await clock.advance(1000);
+    const failed = seen.filter((e) => e.type === 'mark-failed');
+    assert.deepEqual(
+      failed.map((e) => e.processId),
+      ['o-1'],
+    );
+    assert.deepEqual(await records(), [STEP_RECORD]);
+    await clock.advance(1000);
+    assert.deepEqual(await records(), [STEP_RECORD, DISPATCHED_RECORD]);
+    assert.deepEqual((await manager.read('o-1')).pending, []);
   });
 });

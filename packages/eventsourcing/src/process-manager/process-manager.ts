@@ -113,6 +113,13 @@ type ProcessManagerEventDetail =
       readonly pending: number;
       readonly error: unknown;
     }
+  | {
+      /** A deferred mark (ProcessCacheOptions.deferSentMarksMs) could not be appended; it is tried again later. */
+      readonly type: 'mark-failed';
+      readonly processId: string;
+      readonly ids: readonly string[];
+      readonly error: unknown;
+    }
   | { readonly type: 'completed'; readonly processId: string }
   | { readonly type: 'duplicate-ignored'; readonly processId: string; readonly eventId: string }
   | {
@@ -600,7 +607,10 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
         else this.#cache?.delete(processId);
       },
       // The store refused (down, the stream gone): try again later; until then these count as sent here.
-      () => this.#defer(processId, entry.ids, this.#deferSentMarksMs as number),
+      (error: unknown) => {
+        this.#emit({ type: 'mark-failed', processId, ids: entry.ids, error });
+        this.#defer(processId, entry.ids, this.#deferSentMarksMs as number);
+      },
     );
     this.#marking.add(appending);
     void appending.finally(() => this.#marking.delete(appending));
