@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { randomId } from '@stratus/core';
-import { flushMicrotasks, postgresForSuite, redisForSuite, VirtualClock } from '@stratus/testkit';
+import { flushMicrotasks, postgresForSuite, redisForSuite, VirtualClock, waitUntil } from '@stratus/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type CircuitBreakerPolicy, circuitBreaker } from '../circuit-breaker.js';
@@ -82,6 +82,9 @@ async function trialsAreBoundedClusterWide(
         ),
       );
       await rejections(calls, calls.length - maxConcurrent);
+      // The trials' own lease replies may come after every refusal: wait for them to start (a refused call never
+      // runs, so no more than maxConcurrent can).
+      await waitUntil(() => started >= maxConcurrent, `${maxConcurrent} trials started`);
       await flushMicrotasks();
       assert.equal(started, maxConcurrent);
       release();
