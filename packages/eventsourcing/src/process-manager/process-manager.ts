@@ -522,7 +522,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
     }
     let marker: ProcessRecord | undefined;
     if (sent.length > 0 && this.#deferSentMarksMs !== undefined) {
-      this.#defer(processId, sent, this.#deferSentMarksMs);
+      this.#defer(processId, sent);
       marker = sentRecord(sent, version);
     } else if (sent.length > 0) {
       marker = await this.#markDispatched(processId, sent);
@@ -570,12 +570,13 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
     while (this.#marking.size > 0) await Promise.all(this.#marking);
   }
 
-  #defer(processId: string, ids: readonly string[], delayMs: number): void {
+  #defer(processId: string, ids: readonly string[]): void {
     const entry = this.#unmarked.get(processId);
     if (entry !== undefined) {
       entry.ids.push(...ids);
       return;
     }
+    const delayMs = this.#deferSentMarksMs as number;
     const timer = this.#clock.setTimeout(() => this.#appendMarks(processId), delayMs, { unref: true });
     this.#unmarked.set(processId, { ids: [...ids], timer });
   }
@@ -609,7 +610,7 @@ export class ProcessManager<State, Event extends ProcessEvent = ProcessEvent> {
       // The store refused (down, the stream gone): try again later; until then these count as sent here.
       (error: unknown) => {
         this.#emit({ type: 'mark-failed', processId, ids: entry.ids, error });
-        this.#defer(processId, entry.ids, this.#deferSentMarksMs as number);
+        this.#defer(processId, entry.ids);
       },
     );
     this.#marking.add(appending);

@@ -2,8 +2,8 @@
  * How a process instance is stored: its own stream of two record types. A `process-step` holds everything one
  * handled event decided (new state, commands and timeouts to send, completion), written in ONE append at the
  * version the decision was made on; a `process-dispatched` marks outgoing messages as sent (or the next step's
- * `sent` does). Folding the stream
- * gives the state, the ids of the events already handled, and what was recorded but not yet sent.
+ * `sent` does). Folding the stream gives the state, the ids of the events already handled, and what was recorded
+ * but not yet sent.
  */
 import type { RecordedEvent } from '../backend.js';
 

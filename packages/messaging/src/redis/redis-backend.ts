@@ -226,11 +226,9 @@ export class RedisMessageBackend implements MessageBackend {
     lockToken: string,
     request: ReceiveRequest,
   ): Promise<{ outcome: SettleOutcome; received: ReceiveResult }> {
-    const [now, ...receiving] = this.#receiveArguments(request);
     const reply = (await this.#runOnQueue('completeAndReceive', queue, [
-      now as string,
       lockToken,
-      ...receiving,
+      ...this.#receiveArguments(request),
     ])) as ReceiveReply;
     if (reply[0] === 0) return { outcome: 'lost', received: { messages: [], nextDueAt: undefined } };
     return { outcome: 'ok', received: received(reply, 1) };

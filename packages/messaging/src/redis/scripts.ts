@@ -804,11 +804,11 @@ return result
 `;
 
 const COMPLETE_AND_RECEIVE = `
--- KEYS: queue meta. ARGV: now, token, max, lockMs, token nonce, session batch.
+-- KEYS: queue meta. ARGV: token, then RECEIVE's (now, max, lockMs, token nonce, session batch).
 -- Returns {0} when the lock was lost (nothing is received), else 1 followed by receive_messages' reply.
 local q = open_or_fail()
-local now = tonumber(ARGV[1])
-if complete_tokens(q, now, {ARGV[2]})[1] == 0 then
+local now = tonumber(ARGV[2])
+if complete_tokens(q, now, {ARGV[1]})[1] == 0 then
   finish(q)
   return {0}
 end
