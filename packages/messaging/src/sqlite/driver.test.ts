@@ -61,6 +61,12 @@ function countRuns(db: SqliteDatabase, sql: string): { count: number } {
   return counter;
 }
 
+/** SQLite's busy timeout on a driver handle, read past the interface (which would set it back first). */
+function handleBusyTimeout(handle: unknown): number | undefined {
+  const row = (handle as { prepare(sql: string): { get(): unknown } }).prepare('PRAGMA busy_timeout').get();
+  return (row as { timeout: number } | undefined)?.timeout;
+}
+
 const count = (db: SqliteDatabase) => db.prepare('SELECT count(*) AS n FROM t').get<{ n: number }>()?.n;
 
 for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies SqliteDriverName[]) {
@@ -448,6 +454,89 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       } finally {
         holder.close();
         waiter.close();
+      }
+    });
+
+    it('leaves the busy timeout at 0 between asynchronous transactions, and sets it back before a statement that may wait', async () => {
+      const path = freshPath();
+      const db = openSqlite(path, { driver, checkpoint: 'inline', busyTimeoutMs: 60 });
+      const holder = openSqlite(path, { driver, checkpoint: 'inline' });
+      const insert = () => db.prepare('INSERT INTO t (v) VALUES (?)').run('x');
+      /** Waits for the write lock `holder` keeps; throws SQLITE_BUSY; returns how long it waited. */
+      const waitedFor = (write: () => unknown) => {
+        holder.exec('BEGIN IMMEDIATE');
+        const started = performance.now();
+        try {
+          assert.throws(write, /database is locked/);
+          return performance.now() - started;
+        } finally {
+          holder.exec('ROLLBACK');
+        }
+      };
+      try {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const lowerings = countRuns(db, 'PRAGMA busy_timeout = 0');
+        for (let i = 0; i < 3; i++) await db.transactionAsync(insert);
+        assert.equal(lowerings.count, 1, 'lowered once for three transactions');
+        assert.equal(handleBusyTimeout(db.handle), 0);
+        assert.ok(waitedFor(insert) >= 50, 'a statement outside a transaction waits for the lock');
+        assert.equal(handleBusyTimeout(db.handle), 60);
+        await db.transactionAsync(insert);
+        assert.equal(handleBusyTimeout(db.handle), 0);
+        assert.ok(waitedFor(() => db.transaction(insert)) >= 50, 'so does the synchronous transaction');
+        await db.transactionAsync(insert);
+        assert.equal(db.prepare('PRAGMA busy_timeout').get<{ timeout: number }>()?.timeout, 60);
+        // A wrapped handle stays as its owner set it: they may use it directly.
+        const wrapped = wrapSqlite(holder.handle, { busyTimeoutMs: 70 });
+        await wrapped.transactionAsync(() => wrapped.prepare('INSERT INTO t (v) VALUES (?)').run('w'));
+        assert.equal(handleBusyTimeout(holder.handle), 70);
+      } finally {
+        db.close();
+        holder.close();
+      }
+    });
+
+    it('waits for its background RESTART checkpoint to end instead of asking SQLite again and again', async () => {
+      const path = freshPath();
+      // A RESTART after every write, waiting up to 10 s for readers to leave the WAL (with the write lock held).
+      const db = openSqlite(path, {
+        driver,
+        checkpoint: { intervalMs: 5, restartPages: 1, maxStallMs: 10_000 },
+      });
+      const reader = openSqlite(path, { driver, checkpoint: 'inline' });
+      const probe = openSqlite(path, { driver, checkpoint: 'inline', busyTimeoutMs: 0 });
+      const writeLockTaken = () => {
+        try {
+          probe.exec('BEGIN IMMEDIATE');
+        } catch {
+          return true;
+        }
+        probe.exec('ROLLBACK');
+        return false;
+      };
+      try {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const insert = () => db.prepare('INSERT INTO t (v) VALUES (?)').run('x');
+        reader.exec('BEGIN');
+        reader.prepare('SELECT count(*) FROM t').get();
+        // A write the checkpoint cannot copy while the reader's snapshot is older: its RESTART waits for it.
+        await db.transactionAsync(insert);
+        await waitUntil(writeLockTaken, 'the RESTART holds the write lock', 10_000);
+        const begins = countRuns(db, 'BEGIN IMMEDIATE');
+        const started = performance.now();
+        const write = db.transactionAsync(insert);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        reader.exec('COMMIT');
+        await write;
+        const waitedMs = performance.now() - started;
+        assert.ok(waitedMs >= 150, `the write waited for the checkpoint (${waitedMs} ms)`);
+        // Woken when the RESTART ends; asking SQLite only when a 50 ms wait runs out (polling asked every ms).
+        assert.ok(begins.count <= 2 + waitedMs / 50, `${begins.count} BEGINs in ${Math.round(waitedMs)} ms`);
+        assert.equal(count(db), 2);
+      } finally {
+        db.close();
+        reader.close();
+        probe.close();
       }
     });
 

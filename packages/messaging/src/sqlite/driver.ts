@@ -13,7 +13,9 @@
 import { createRequire } from 'node:module';
 import { assertInteger, assertObject, assertOneOf, InvalidOptionsError, StratusError } from '@stratus/core';
 import type BetterSqlite3 from 'better-sqlite3';
-import { BackgroundCheckpointer } from './checkpointer.js';
+import { BackgroundCheckpointer, type CheckpointerOptions } from './checkpointer.js';
+
+export type { CheckpointerOptions } from './checkpointer.js';
 
 export type SqliteValue = null | number | bigint | string | Uint8Array;
 export type SqliteRow = Record<string, SqliteValue>;
@@ -37,7 +39,11 @@ export interface SqliteDatabase {
   readonly driver: SqliteDriverName;
   /** The path the database was opened with (':memory:' for an in-memory one). */
   readonly path: string;
-  /** The driver's own handle, for what this interface does not cover. */
+  /**
+   * The driver's own handle, for what this interface does not cover. On a database from openSqlite, SQLite's busy
+   * timeout may read 0 on it after `transactionAsync` (see BaseSqlite.#busyTimeoutLowered): run statements that
+   * may wait for a lock through `prepare` or `exec`, which set it back first.
+   */
   readonly handle: unknown;
   /** Runs one or more statements without parameters (DDL, pragmas). */
   exec(sql: string): void;
@@ -109,9 +115,10 @@ export interface OpenSqliteOptions {
   /**
    * Who copies the WAL back into the database file. 'background' (default for a file): a worker thread with its
    * own connection (see BackgroundCheckpointer), so commits on this connection never wait for those copies and
-   * their fsyncs. 'inline': SQLite's default, the commit that crosses 1000 WAL pages does it.
+   * their fsyncs. 'inline': SQLite's default, the commit that crosses 1000 WAL pages does it. An object: in the
+   * background, with those settings.
    */
-  checkpoint?: 'background' | 'inline';
+  checkpoint?: 'background' | 'inline' | CheckpointerOptions;
   /**
    * A lock shared by the threads of this process that open this file (sqliteThreadLock(), handed to each thread):
    * a writer that finds another thread writing waits to be woken when that thread's transaction ends, instead of
@@ -223,7 +230,16 @@ function checkOptions(options: OpenSqliteOptions): CheckedOptions {
     threadLock,
   } = options;
   assertOneOf('driver', driver, ['auto', 'better-sqlite3', 'node:sqlite']);
-  assertOneOf('checkpoint', checkpoint, ['background', 'inline']);
+  if (typeof checkpoint === 'object' && checkpoint !== null) {
+    for (const [name, min] of [
+      ['intervalMs', 1],
+      ['restartPages', 1],
+      ['maxStallMs', 0],
+    ] as const) {
+      const value = checkpoint[name];
+      if (value !== undefined) assertInteger(`checkpoint.${name}`, value, min, 2 ** 31 - 1);
+    }
+  } else assertOneOf('checkpoint', checkpoint, ['background', 'inline']);
   assertOneOf('synchronous', synchronous, ['OFF', 'NORMAL', 'FULL', 'EXTRA']);
   assertInteger('busyTimeoutMs', busyTimeoutMs, 0, 2 ** 31 - 1);
   assertInteger('cacheSizeKiB', cacheSizeKiB, 1, 2 ** 31 - 1);
@@ -263,6 +279,8 @@ export function openSqlite(path: string, options: OpenSqliteOptions = {}): Sqlit
     const Database = load('better-sqlite3') as typeof BetterSqlite3;
     database = new BetterSqlite(new Database(path, { timeout: checked.busyTimeoutMs }), path);
   }
+  // The handle is ours: the busy timeout can stay lowered between asynchronous transactions.
+  database.lazyBusyTimeout = true;
   try {
     configure(database, checked);
   } catch (error) {
@@ -322,7 +340,9 @@ function configure(database: BaseSqlite, options: CheckedOptions): void {
   // A negative cache_size counts KiB rather than pages.
   database.exec(`PRAGMA cache_size = -${options.cacheSizeKiB}`);
   database.exec(`PRAGMA foreign_keys = ${options.foreignKeys ? 'ON' : 'OFF'}`);
-  if (options.checkpoint === 'background' && !isMemoryPath(database.path)) database.checkpointInBackground();
+  const { checkpoint } = options;
+  if (checkpoint !== 'inline' && !isMemoryPath(database.path))
+    database.checkpointInBackground(checkpoint === 'background' ? {} : checkpoint);
 }
 
 /** True for the paths SQLite opens as an in-memory database, which no other connection can see. */
@@ -367,7 +387,22 @@ abstract class BaseSqlite implements SqliteDatabase {
   readonly path: string;
   busyTimeoutMs = 0;
   groupCommit = false;
+  /**
+   * Whether #tryBegin may leave SQLite's busy timeout at 0 after its transaction (openSqlite's handles; a wrapped
+   * handle stays as its owner configured it, since they may run statements on it directly).
+   */
+  lazyBusyTimeout = false;
   readonly #statements = new Map<string, SqliteStatement>();
+  /**
+   * SQLite's busy timeout is 0 on this connection, as #tryBegin left it. Setting it costs as much as an insert, and
+   * two flips per transaction cost a send about 2 of its 35 µs; so it stays 0 while only asynchronous transactions
+   * run (whose statements hold the write lock, or read a WAL snapshot, and never wait), and a statement that may
+   * wait for a lock (anything run outside a transaction, and the synchronous `transaction`'s BEGIN) sets it back
+   * first.
+   */
+  #busyTimeoutLowered = false;
+  /** True while #tryBegin runs its BEGIN, which must not wait (so must not set the busy timeout back). */
+  #tryingBegin = false;
   /** Transactions opened through `transaction` on this connection (1 = outermost, more = savepoints). */
   #depth = 0;
   #afterCommit: (() => void)[] = [];
@@ -396,11 +431,11 @@ abstract class BaseSqlite implements SqliteDatabase {
    * After that, every millisecond, as for other processes.
    */
   #lockMayBeFree(waitedMs: number): Promise<void> {
-    const lock = this.#threadLock;
-    // Another thread of this process writes (it may have begun just before this one asked SQLite): be woken when its
-    // transaction ends; the timeout covers a thread that died holding it.
-    if (lock !== undefined && !this.#threadWaitTimedOut && Atomics.load(lock, 0) !== 0) {
-      const wait = (Atomics as unknown as AtomicsWaitAsync).waitAsync(lock, 0, 1, THREAD_WAIT_MS);
+    const held = this.#threadWaitTimedOut ? undefined : this.#heldByThread();
+    // Another thread of this process writes (it may have begun just before this one asked SQLite) or checkpoints:
+    // be woken when it is done; the timeout covers a thread that died holding the lock.
+    if (held !== undefined) {
+      const wait = (Atomics as unknown as AtomicsWaitAsync).waitAsync(held, 0, 1, THREAD_WAIT_MS);
       if (wait.async) {
         // A pending waitAsync does not keep the event loop alive; this timer does, until the wait ends.
         const alive = setTimeout(() => {}, THREAD_WAIT_MS + 1);
@@ -415,6 +450,15 @@ abstract class BaseSqlite implements SqliteDatabase {
     );
   }
 
+  /** The lock word of another thread of this process that holds the write lock now (a writer or a checkpoint). */
+  #heldByThread(): Int32Array | undefined {
+    const lock = this.#threadLock;
+    if (lock !== undefined && Atomics.load(lock, 0) !== 0) return lock;
+    const restarting = this.#checkpointer?.restarting;
+    if (restarting !== undefined && Atomics.load(restarting, 0) !== 0) return restarting;
+    return undefined;
+  }
+
   /** @internal Set by openSqlite (OpenSqliteOptions.threadLock). */
   shareThreadLock(buffer: SharedArrayBuffer): void {
     this.#threadLock = new Int32Array(buffer, 0, 1);
@@ -423,7 +467,12 @@ abstract class BaseSqlite implements SqliteDatabase {
   protected abstract compile(sql: string): SqliteStatement;
   protected abstract get driverInTransaction(): boolean | undefined;
   protected abstract closeHandle(): void;
-  abstract exec(sql: string): void;
+  protected abstract execHandle(sql: string): void;
+
+  exec(sql: string): void {
+    this.#restoreBusyTimeout();
+    this.execHandle(sql);
+  }
 
   close(): void {
     // Transactions already asked for still run (or fail) rather than hang.
@@ -434,10 +483,15 @@ abstract class BaseSqlite implements SqliteDatabase {
   }
 
   /** Hands WAL checkpoints to a worker thread; SQLite's own take over again if it fails. */
-  checkpointInBackground(): void {
-    const checkpointer = new BackgroundCheckpointer(this.path, this.driver, () => {
-      if (this.#checkpointer === checkpointer && this.isOpen) this.exec('PRAGMA wal_autocheckpoint = 1000');
-    });
+  checkpointInBackground(options: CheckpointerOptions): void {
+    const checkpointer = new BackgroundCheckpointer(
+      this.path,
+      this.driver,
+      () => {
+        if (this.#checkpointer === checkpointer && this.isOpen) this.exec('PRAGMA wal_autocheckpoint = 1000');
+      },
+      options,
+    );
     this.#checkpointer = checkpointer;
     this.exec(`PRAGMA wal_autocheckpoint = ${checkpointer.backstopPages}`);
   }
@@ -445,10 +499,33 @@ abstract class BaseSqlite implements SqliteDatabase {
   prepare(sql: string): SqliteStatement {
     let statement = this.#statements.get(sql);
     if (statement === undefined) {
-      statement = this.compile(sql);
+      // Some pragmas read the busy timeout when compiled (PRAGMA busy_timeout itself).
+      this.#restoreBusyTimeout();
+      const compiled = this.compile(sql);
+      statement = {
+        run: (...params) => {
+          this.#restoreBusyTimeout();
+          return compiled.run(...params);
+        },
+        get: <T>(...params: SqliteValue[]) => {
+          this.#restoreBusyTimeout();
+          return compiled.get<T>(...params);
+        },
+        all: <T>(...params: SqliteValue[]) => {
+          this.#restoreBusyTimeout();
+          return compiled.all<T>(...params);
+        },
+      };
       this.#statements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** Sets SQLite's busy timeout back if #tryBegin left it at 0 and the statement about to run may have to wait. */
+  #restoreBusyTimeout(): void {
+    if (!this.#busyTimeoutLowered || this.#depth > 0 || this.#tryingBegin) return;
+    this.#busyTimeoutLowered = false;
+    this.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`).run();
   }
 
   get inTransaction(): boolean {
@@ -566,7 +643,6 @@ abstract class BaseSqlite implements SqliteDatabase {
         }
       }
     }
-    this.#depth--;
     try {
       if (failure === undefined) {
         try {
@@ -577,6 +653,7 @@ abstract class BaseSqlite implements SqliteDatabase {
         }
       }
     } finally {
+      this.#depth--;
       this.#releaseThreadLock();
     }
     if (failure !== undefined) {
@@ -598,12 +675,14 @@ abstract class BaseSqlite implements SqliteDatabase {
    * for it timed out (the lock may be stale) or `deadline` passed (the caller wants SQLite's own answer).
    */
   #tryBegin(deadline = Number.POSITIVE_INFINITY): unknown {
-    const lock = this.#threadLock;
     const stale = this.#threadWaitTimedOut;
     this.#threadWaitTimedOut = false;
-    if (lock !== undefined && Atomics.load(lock, 0) !== 0 && !stale && performance.now() < deadline)
-      return THREAD_BUSY;
-    this.prepare('PRAGMA busy_timeout = 0').run();
+    if (!stale && this.#heldByThread() !== undefined && performance.now() < deadline) return THREAD_BUSY;
+    if (!this.#busyTimeoutLowered) {
+      this.prepare('PRAGMA busy_timeout = 0').run();
+      this.#busyTimeoutLowered = true;
+    }
+    this.#tryingBegin = true;
     try {
       this.prepare('BEGIN IMMEDIATE').run();
       this.#holdThreadLock();
@@ -612,11 +691,14 @@ abstract class BaseSqlite implements SqliteDatabase {
       if (isBusy(error)) return error;
       throw error;
     } finally {
-      this.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`).run();
+      this.#tryingBegin = false;
+      if (!this.lazyBusyTimeout) this.#restoreBusyTimeout();
     }
   }
 
   #outermost<T>(fn: () => T): T {
+    // This BEGIN waits for the lock with SQLite's own busy timeout.
+    this.#restoreBusyTimeout();
     this.prepare('BEGIN IMMEDIATE').run();
     this.#holdThreadLock();
     return this.#run(fn);
@@ -691,7 +773,7 @@ class NodeSqlite extends BaseSqlite {
     return this.handle.isTransaction;
   }
 
-  exec(sql: string): void {
+  protected execHandle(sql: string): void {
     this.handle.exec(sql);
   }
 
@@ -733,7 +815,7 @@ class BetterSqlite extends BaseSqlite {
     return this.handle.inTransaction;
   }
 
-  exec(sql: string): void {
+  protected execHandle(sql: string): void {
     this.handle.exec(sql);
   }
 
