@@ -671,8 +671,7 @@ abstract class BaseSqlite implements SqliteDatabase {
   }
 
   #outermost<T>(fn: () => T): T {
-    // This BEGIN waits for the lock with SQLite's own busy timeout.
-    this.#restoreBusyTimeout();
+    // Outside #tryBegin, this BEGIN sets the busy timeout back first: it waits with SQLite's own.
     this.prepare('BEGIN IMMEDIATE').run();
     this.#holdThreadLock();
     return this.#run(fn);
