@@ -75,7 +75,9 @@ export function stratusDriver(kind: BackendKind, spec: DriverSpec): Driver {
       api: 'Messaging: queue().send / sendBatch, consume(queue, handler, { concurrency, prefetch })',
       queue: 'defaults: duplicate detection on (10 min window), lock 30 s, 10 deliveries',
       consumer: `prefetch 0 unbatched; batched: prefetch ${STRATUS_BATCH} - concurrency`,
-      ...(kind === 'sqlite' ? { database: 'one file per queue, WAL, synchronous NORMAL' } : {}),
+      ...(kind === 'sqlite'
+        ? { database: 'one file per queue, WAL, synchronous NORMAL, group commit (the default)' }
+        : {}),
       ...(kind === 'postgres' ? { pool: 'backend default (10 connections)' } : {}),
     },
     batching: `consume with prefetch ${STRATUS_BATCH} - concurrency (receives up to ${STRATUS_BATCH} per call)`,

@@ -117,6 +117,36 @@ describe('SQLite message backend', () => {
     }
   });
 
+  it('commits the sends of one turn together unless told not to, each still accepted or refused on its own', async () => {
+    for (const groupCommit of [undefined, false]) {
+      const backend = sqliteMessageBackend({
+        path: freshPath(),
+        ...(groupCommit === undefined ? {} : { groupCommit }),
+      });
+      try {
+        await backend.putQueue('q', settings);
+        const commit = backend.database.prepare('COMMIT');
+        const run = commit.run.bind(commit);
+        let commits = 0;
+        commit.run = (...parameters) => {
+          commits++;
+          return run(...parameters);
+        };
+        // 20 producers at once; the last repeats the first's id, and a duplicate within one commit is still refused.
+        const ids = [...Array.from({ length: 19 }, (_, i) => `m-${i}`), 'm-0'];
+        const outcomes = await Promise.all(ids.map((id) => backend.send('q', [{ id, body: body(id) }], T0)));
+        assert.deepEqual(
+          outcomes.map(([outcome]) => outcome?.accepted),
+          [...Array.from({ length: 19 }, () => true), false],
+        );
+        assert.equal(commits, groupCommit === false ? 20 : 1, `groupCommit ${groupCommit}`);
+        assert.equal((await backend.stats('q', T0)).length, 19);
+      } finally {
+        await backend.close();
+      }
+    }
+  });
+
   it('shares a database it was given and leaves it open on close', async () => {
     const database = openSqlite(freshPath());
     try {
