@@ -496,6 +496,50 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       }
     });
 
+    it('waits for its background RESTART checkpoint to end instead of asking SQLite again and again', async () => {
+      const path = freshPath();
+      // A RESTART after every write, waiting up to 10 s for readers to leave the WAL (with the write lock held).
+      const db = openSqlite(path, {
+        driver,
+        checkpoint: { intervalMs: 5, restartPages: 1, maxStallMs: 10_000 },
+      });
+      const reader = openSqlite(path, { driver, checkpoint: 'inline' });
+      const probe = openSqlite(path, { driver, checkpoint: 'inline', busyTimeoutMs: 0 });
+      const writeLockTaken = () => {
+        try {
+          probe.exec('BEGIN IMMEDIATE');
+        } catch {
+          return true;
+        }
+        probe.exec('ROLLBACK');
+        return false;
+      };
+      try {
+        db.exec('CREATE TABLE t (v TEXT)');
+        const insert = () => db.prepare('INSERT INTO t (v) VALUES (?)').run('x');
+        reader.exec('BEGIN');
+        reader.prepare('SELECT count(*) FROM t').get();
+        // A write the checkpoint cannot copy while the reader's snapshot is older: its RESTART waits for it.
+        await db.transactionAsync(insert);
+        await waitUntil(writeLockTaken, 'the RESTART holds the write lock', 10_000);
+        const begins = countRuns(db, 'BEGIN IMMEDIATE');
+        const started = performance.now();
+        const write = db.transactionAsync(insert);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        reader.exec('COMMIT');
+        await write;
+        const waitedMs = performance.now() - started;
+        assert.ok(waitedMs >= 150, `the write waited for the checkpoint (${waitedMs} ms)`);
+        // Woken when the RESTART ends; asking SQLite only when a 50 ms wait runs out (polling asked every ms).
+        assert.ok(begins.count <= 2 + waitedMs / 50, `${begins.count} BEGINs in ${Math.round(waitedMs)} ms`);
+        assert.equal(count(db), 2);
+      } finally {
+        db.close();
+        reader.close();
+        probe.close();
+      }
+    });
+
     it('copies the WAL into the database file from a worker thread', async () => {
       const path = freshPath();
       const db = openSqlite(path, { driver });

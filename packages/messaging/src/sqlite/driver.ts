@@ -13,7 +13,9 @@
 import { createRequire } from 'node:module';
 import { assertInteger, assertObject, assertOneOf, InvalidOptionsError, StratusError } from '@stratus/core';
 import type BetterSqlite3 from 'better-sqlite3';
-import { BackgroundCheckpointer } from './checkpointer.js';
+import { BackgroundCheckpointer, type CheckpointerOptions } from './checkpointer.js';
+
+export type { CheckpointerOptions } from './checkpointer.js';
 
 export type SqliteValue = null | number | bigint | string | Uint8Array;
 export type SqliteRow = Record<string, SqliteValue>;
@@ -113,9 +115,10 @@ export interface OpenSqliteOptions {
   /**
    * Who copies the WAL back into the database file. 'background' (default for a file): a worker thread with its
    * own connection (see BackgroundCheckpointer), so commits on this connection never wait for those copies and
-   * their fsyncs. 'inline': SQLite's default, the commit that crosses 1000 WAL pages does it.
+   * their fsyncs. 'inline': SQLite's default, the commit that crosses 1000 WAL pages does it. An object: in the
+   * background, with those settings.
    */
-  checkpoint?: 'background' | 'inline';
+  checkpoint?: 'background' | 'inline' | CheckpointerOptions;
   /**
    * A lock shared by the threads of this process that open this file (sqliteThreadLock(), handed to each thread):
    * a writer that finds another thread writing waits to be woken when that thread's transaction ends, instead of
@@ -227,7 +230,16 @@ function checkOptions(options: OpenSqliteOptions): CheckedOptions {
     threadLock,
   } = options;
   assertOneOf('driver', driver, ['auto', 'better-sqlite3', 'node:sqlite']);
-  assertOneOf('checkpoint', checkpoint, ['background', 'inline']);
+  if (typeof checkpoint === 'object' && checkpoint !== null) {
+    for (const [name, min] of [
+      ['intervalMs', 1],
+      ['restartPages', 1],
+      ['maxStallMs', 0],
+    ] as const) {
+      const value = checkpoint[name];
+      if (value !== undefined) assertInteger(`checkpoint.${name}`, value, min, 2 ** 31 - 1);
+    }
+  } else assertOneOf('checkpoint', checkpoint, ['background', 'inline']);
   assertOneOf('synchronous', synchronous, ['OFF', 'NORMAL', 'FULL', 'EXTRA']);
   assertInteger('busyTimeoutMs', busyTimeoutMs, 0, 2 ** 31 - 1);
   assertInteger('cacheSizeKiB', cacheSizeKiB, 1, 2 ** 31 - 1);
@@ -328,7 +340,9 @@ function configure(database: BaseSqlite, options: CheckedOptions): void {
   // A negative cache_size counts KiB rather than pages.
   database.exec(`PRAGMA cache_size = -${options.cacheSizeKiB}`);
   database.exec(`PRAGMA foreign_keys = ${options.foreignKeys ? 'ON' : 'OFF'}`);
-  if (options.checkpoint === 'background' && !isMemoryPath(database.path)) database.checkpointInBackground();
+  const { checkpoint } = options;
+  if (checkpoint !== 'inline' && !isMemoryPath(database.path))
+    database.checkpointInBackground(checkpoint === 'background' ? {} : checkpoint);
 }
 
 /** True for the paths SQLite opens as an in-memory database, which no other connection can see. */
@@ -417,11 +431,11 @@ abstract class BaseSqlite implements SqliteDatabase {
    * After that, every millisecond, as for other processes.
    */
   #lockMayBeFree(waitedMs: number): Promise<void> {
-    const lock = this.#threadLock;
-    // Another thread of this process writes (it may have begun just before this one asked SQLite): be woken when its
-    // transaction ends; the timeout covers a thread that died holding it.
-    if (lock !== undefined && !this.#threadWaitTimedOut && Atomics.load(lock, 0) !== 0) {
-      const wait = (Atomics as unknown as AtomicsWaitAsync).waitAsync(lock, 0, 1, THREAD_WAIT_MS);
+    const held = this.#threadWaitTimedOut ? undefined : this.#heldByThread();
+    // Another thread of this process writes (it may have begun just before this one asked SQLite) or checkpoints:
+    // be woken when it is done; the timeout covers a thread that died holding the lock.
+    if (held !== undefined) {
+      const wait = (Atomics as unknown as AtomicsWaitAsync).waitAsync(held, 0, 1, THREAD_WAIT_MS);
       if (wait.async) {
         // A pending waitAsync does not keep the event loop alive; this timer does, until the wait ends.
         const alive = setTimeout(() => {}, THREAD_WAIT_MS + 1);
@@ -434,6 +448,15 @@ abstract class BaseSqlite implements SqliteDatabase {
     return new Promise((resolve) =>
       waitedMs < EAGER_RETRY_MS ? setImmediate(resolve) : setTimeout(resolve, 1),
     );
+  }
+
+  /** The lock word of another thread of this process that holds the write lock now (a writer or a checkpoint). */
+  #heldByThread(): Int32Array | undefined {
+    const lock = this.#threadLock;
+    if (lock !== undefined && Atomics.load(lock, 0) !== 0) return lock;
+    const restarting = this.#checkpointer?.restarting;
+    if (restarting !== undefined && Atomics.load(restarting, 0) !== 0) return restarting;
+    return undefined;
   }
 
   /** @internal Set by openSqlite (OpenSqliteOptions.threadLock). */
@@ -460,10 +483,15 @@ abstract class BaseSqlite implements SqliteDatabase {
   }
 
   /** Hands WAL checkpoints to a worker thread; SQLite's own take over again if it fails. */
-  checkpointInBackground(): void {
-    const checkpointer = new BackgroundCheckpointer(this.path, this.driver, () => {
-      if (this.#checkpointer === checkpointer && this.isOpen) this.exec('PRAGMA wal_autocheckpoint = 1000');
-    });
+  checkpointInBackground(options: CheckpointerOptions): void {
+    const checkpointer = new BackgroundCheckpointer(
+      this.path,
+      this.driver,
+      () => {
+        if (this.#checkpointer === checkpointer && this.isOpen) this.exec('PRAGMA wal_autocheckpoint = 1000');
+      },
+      options,
+    );
     this.#checkpointer = checkpointer;
     this.exec(`PRAGMA wal_autocheckpoint = ${checkpointer.backstopPages}`);
   }
@@ -647,11 +675,9 @@ abstract class BaseSqlite implements SqliteDatabase {
    * for it timed out (the lock may be stale) or `deadline` passed (the caller wants SQLite's own answer).
    */
   #tryBegin(deadline = Number.POSITIVE_INFINITY): unknown {
-    const lock = this.#threadLock;
     const stale = this.#threadWaitTimedOut;
     this.#threadWaitTimedOut = false;
-    if (lock !== undefined && Atomics.load(lock, 0) !== 0 && !stale && performance.now() < deadline)
-      return THREAD_BUSY;
+    if (!stale && this.#heldByThread() !== undefined && performance.now() < deadline) return THREAD_BUSY;
     if (!this.#busyTimeoutLowered) {
       this.prepare('PRAGMA busy_timeout = 0').run();
       this.#busyTimeoutLowered = true;
