@@ -611,6 +611,15 @@ describe('openSqlite', () => {
     assert.throws(() => openSqlite(freshPath(), { cacheSizeKiB: 1.5 }), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { driver: 'sqlite4' as 'auto' }), InvalidOptionsError);
     assert.throws(() => openSqlite(freshPath(), { checkpoint: 'never' as 'inline' }), InvalidOptionsError);
+    assert.throws(() => openSqlite(freshPath(), { checkpoint: { intervalMs: 0 } }), /checkpoint\.intervalMs/);
+    assert.throws(
+      () => openSqlite(freshPath(), { checkpoint: { restartPages: 1.5 } }),
+      /checkpoint\.restartPages/,
+    );
+    assert.throws(
+      () => openSqlite(freshPath(), { checkpoint: { maxStallMs: -1 } }),
+      /checkpoint\.maxStallMs/,
+    );
     assert.throws(
       () => openSqlite(freshPath(), { groupCommit: 'yes' as unknown as boolean }),
       InvalidOptionsError,
