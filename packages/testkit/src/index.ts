@@ -2,4 +2,5 @@ export * from './faults.js';
 export * from './processes.js';
 export * from './script.js';
 export * from './servers.js';
+export * from './statement-runs.js';
 export * from './virtual-clock.js';

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/messaging';
+import { countStatementRuns } from '@stratus/testkit';
 import { eventStoreBackendContract } from '../contract.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
@@ -122,13 +123,7 @@ describe('SqliteEventStore', () => {
     const append = (i: number, expectedVersion: 'no-stream' | number) =>
       store.append({ streamName: `order-${i}`, expectedVersion, events: [event(`e-${i}`)], now: T0 });
     await append(0, 'no-stream');
-    const commit = database.prepare('COMMIT');
-    const run = commit.run.bind(commit);
-    let commits = 0;
-    commit.run = (...parameters) => {
-      commits++;
-      return run(...parameters);
-    };
+    const commits = countStatementRuns(database, 'COMMIT');
     const first = append(1, 'no-stream');
     // The first append is handed to the database's group by now; grouping appends in the store as well would hold
     // the next ones back until that group committed, and they would take a commit of their own.
@@ -140,7 +135,7 @@ describe('SqliteEventStore', () => {
       ['fulfilled', 'rejected', 'fulfilled'],
     );
     assert.ok((outcomes[1] as PromiseRejectedResult).reason instanceof WrongExpectedVersionError);
-    assert.equal(commits, 1, 'one commit for the turn');
+    assert.equal(commits.count, 1, 'one commit for the turn');
     assert.equal(await store.streamVersion('order-2'), 0);
     assert.equal(await store.streamVersion('order-3'), 1);
     await store.close();

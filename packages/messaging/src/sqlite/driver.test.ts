@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { InvalidOptionsError, startWorkerThread } from '@stratus/core';
-import { waitUntil } from '@stratus/testkit';
+import { countStatementRuns, waitUntil } from '@stratus/testkit';
 import {
   openSqlite,
   type SqliteDatabase,
@@ -47,18 +47,6 @@ function groupCommitPair(driver: SqliteDriverName) {
       other.close();
     },
   };
-}
-
-/** Counts the runs of one statement on a connection from now on. */
-function countRuns(db: SqliteDatabase, sql: string): { count: number } {
-  const counter = { count: 0 };
-  const statement = db.prepare(sql);
-  const run = statement.run.bind(statement);
-  statement.run = (...parameters) => {
-    counter.count++;
-    return run(...parameters);
-  };
-  return counter;
 }
 
 /** SQLite's busy timeout on a driver handle, read past the interface (which would set it back first). */
@@ -319,7 +307,7 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       const db = openSqlite(freshPath(), { driver, checkpoint: 'inline', groupCommit: true, threadLock });
       try {
         db.exec('CREATE TABLE t (v TEXT)');
-        const begins = countRuns(db, 'BEGIN IMMEDIATE');
+        const begins = countStatementRuns(db, 'BEGIN IMMEDIATE');
         // Another thread of the process writes (as its driver marks it between BEGIN IMMEDIATE and the end).
         Atomics.store(word, 0, 1);
         let heldInside = -1;
@@ -351,8 +339,8 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       const db = openSqlite(path, { driver, checkpoint: 'inline', groupCommit: true, threadLock });
       try {
         db.exec('CREATE TABLE t (v TEXT)');
-        const begins = countRuns(db, 'BEGIN IMMEDIATE');
-        const commits = countRuns(db, 'COMMIT');
+        const begins = countStatementRuns(db, 'BEGIN IMMEDIATE');
+        const commits = countStatementRuns(db, 'COMMIT');
         // Long transactions on both sides: a writer waiting by polling would ask many times per commit.
         const transactions = 200;
         const rows = 200;
@@ -475,7 +463,7 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       };
       try {
         db.exec('CREATE TABLE t (v TEXT)');
-        const lowerings = countRuns(db, 'PRAGMA busy_timeout = 0');
+        const lowerings = countStatementRuns(db, 'PRAGMA busy_timeout = 0');
         for (let i = 0; i < 3; i++) await db.transactionAsync(insert);
         assert.equal(lowerings.count, 1, 'lowered once for three transactions');
         assert.equal(handleBusyTimeout(db.handle), 0);
@@ -522,7 +510,7 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
         // A write the checkpoint cannot copy while the reader's snapshot is older: its RESTART waits for it.
         await db.transactionAsync(insert);
         await waitUntil(writeLockTaken, 'the RESTART holds the write lock', 10_000);
-        const begins = countRuns(db, 'BEGIN IMMEDIATE');
+        const begins = countStatementRuns(db, 'BEGIN IMMEDIATE');
         const started = performance.now();
         const write = db.transactionAsync(insert);
         await new Promise((resolve) => setTimeout(resolve, 200));

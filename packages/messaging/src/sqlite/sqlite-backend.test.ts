@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { startWorkerThread } from '@stratus/core';
-import { type ChildHandle, runChild } from '@stratus/testkit';
+import { type ChildHandle, countStatementRuns, runChild } from '@stratus/testkit';
 import type { QueueSettings } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
@@ -125,13 +125,7 @@ describe('SQLite message backend', () => {
       });
       try {
         await backend.putQueue('q', settings);
-        const commit = backend.database.prepare('COMMIT');
-        const run = commit.run.bind(commit);
-        let commits = 0;
-        commit.run = (...parameters) => {
-          commits++;
-          return run(...parameters);
-        };
+        const commits = countStatementRuns(backend.database, 'COMMIT');
         // 20 producers at once; the last repeats the first's id, and a duplicate within one commit is still refused.
         const ids = [...Array.from({ length: 19 }, (_, i) => `m-${i}`), 'm-0'];
         const outcomes = await Promise.all(ids.map((id) => backend.send('q', [{ id, body: body(id) }], T0)));
@@ -139,7 +133,7 @@ describe('SQLite message backend', () => {
           outcomes.map(([outcome]) => outcome?.accepted),
           [...Array.from({ length: 19 }, () => true), false],
         );
-        assert.equal(commits, groupCommit === false ? 20 : 1, `groupCommit ${groupCommit}`);
+        assert.equal(commits.count, groupCommit === false ? 20 : 1, `groupCommit ${groupCommit}`);
         assert.equal((await backend.stats('q', T0)).length, 19);
       } finally {
         await backend.close();
