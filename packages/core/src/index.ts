@@ -6,5 +6,6 @@ export * from './errors.js';
 export * from './events.js';
 export * from './ids.js';
 export * from './postgres-ddl.js';
+export * from './postgres-types.js';
 export * from './validate.js';
 export * from './worker-thread.js';

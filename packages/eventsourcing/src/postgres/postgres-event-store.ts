@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { assertInteger, assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
+import {
+  assertInteger,
+  assertObject,
+  InvalidOptionsError,
+  postgresTypes,
+  type Unsubscribe,
+} from '@stratus/core';
 import { GroupCommit, migratePostgres, NotificationListener, POSTGRES_SCHEMA_NAME } from '@stratus/messaging';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { repeatedAppend, type StoredPlace } from '../append-rules.js';
@@ -322,7 +328,7 @@ export class PostgresEventStore implements EventStoreBackend {
     values: unknown[],
   ): Promise<R[]> {
     const pool = await this.#ensureReady();
-    const config: QueryConfig = { name: statement.name, text: statement.text, values };
+    const config: QueryConfig = { name: statement.name, text: statement.text, values, types: postgresTypes };
     return (await pool.query<R>(config)).rows;
   }
 
