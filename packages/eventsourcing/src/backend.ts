@@ -86,6 +86,13 @@ export interface ReadAllQuery {
   readonly after?: number;
   /** At most this many; default 1000. */
   readonly maxCount?: number;
+  /**
+   * For readers that read again until they get nothing and are woken by appends (subscriptions, projection
+   * runners): the answer holds at least one event when any was committed after `after` before the call, but not
+   * necessarily all of them (a backend may answer with what a read already on its way found). Default false: all
+   * of them, up to `maxCount`.
+   */
+  readonly following?: boolean;
 }
 
 export interface StreamInfo {

@@ -280,10 +280,11 @@ export class EventStore {
 
   /** Events after a global position, in order, upcast. */
   async readAll<E extends RecordedEvent = RecordedEvent>(query: ReadAllQuery = {}): Promise<E[]> {
-    const { after = 0, maxCount = 1000 } = query;
+    const { after = 0, maxCount = 1000, following = false } = query;
     checkWhole('after', after, 0);
     checkWhole('maxCount', maxCount, 1);
-    return this.#upcastAll(await this.backend.readAll({ after, maxCount })) as E[];
+    if (typeof following !== 'boolean') throw new InvalidOptionsError('following', 'expected a boolean');
+    return this.#upcastAll(await this.backend.readAll({ after, maxCount, following })) as E[];
   }
 
   headPosition(): Promise<number> {

@@ -163,7 +163,11 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     try {
       while (!this.#stopped) {
         this.#appended = false;
-        const batch = await this.#store.readAll<E>({ after: this.#position, maxCount: batchSize });
+        const batch = await this.#store.readAll<E>({
+          after: this.#position,
+          maxCount: batchSize,
+          following: true,
+        });
         if (batch.length === 0) {
           if (dirty) await save();
           await saving;

@@ -110,6 +110,8 @@ export class PostgresEventStore implements EventStoreBackend {
   readonly #sql: ReturnType<typeof statements>;
   /** readAll calls not sent yet, by bounds. */
   readonly #pendingReads = new Map<string, Promise<RecordedEvent[]>>();
+  /** readAll queries on their way, by the position they read after. */
+  readonly #runningReads = new Map<number, Promise<RecordedEvent[]>>();
   #closed = false;
 
   constructor(options: PostgresEventStoreOptions) {
@@ -191,22 +193,34 @@ export class PostgresEventStore implements EventStoreBackend {
 
   /**
    * Reads asked for with the same bounds before the query goes out (subscriptions and runners of one process woken
-   * by the same append) share it: each caller still gets everything committed before it asked.
+   * by the same append) share it: each caller still gets everything committed before it asked. A `following` read
+   * also joins a read from the same position already on its way, when that one finds events.
    */
   readAll(query: ReadAllQuery = {}): Promise<RecordedEvent[]> {
-    const { after = 0, maxCount = 1000 } = query;
+    const { after = 0, maxCount = 1000, following = false } = query;
+    const running = following ? this.#runningReads.get(after) : undefined;
+    if (running === undefined) return this.#readAllShared(after, maxCount);
+    return running.then((events) =>
+      events.length > 0 ? events.slice(0, maxCount) : this.#readAllShared(after, maxCount),
+    );
+  }
+
+  #readAllShared(after: number, maxCount: number): Promise<RecordedEvent[]> {
     const key = `${after}:${maxCount}`;
     let reading = this.#pendingReads.get(key);
     if (reading === undefined) {
-      reading = new Promise<RecordedEvent[]>((resolve, reject) => {
+      const sent = new Promise<RecordedEvent[]>((resolve, reject) => {
         setImmediate(() => {
           this.#pendingReads.delete(key);
-          this.#query<EventRow>(this.#sql.readAll, [after, maxCount]).then(
-            (rows) => resolve(rows.map(recorded)),
-            reject,
-          );
+          this.#runningReads.set(after, sent);
+          this.#query<EventRow>(this.#sql.readAll, [after, maxCount])
+            .then((rows) => resolve(rows.map(recorded)), reject)
+            .finally(() => {
+              if (this.#runningReads.get(after) === sent) this.#runningReads.delete(after);
+            });
         });
       });
+      reading = sent;
       this.#pendingReads.set(key, reading);
     }
     // Each caller gets its own array of the shared events.

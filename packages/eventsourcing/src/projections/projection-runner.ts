@@ -284,7 +284,11 @@ export class ProjectionRunner<Tx> {
   /** Applies one batch: 'applied', 'idle' (caught up) or 'superseded' (the lease or the position moved). */
   async #step(): Promise<'applied' | 'idle' | 'superseded'> {
     this.#signalled = false;
-    const batch = await this.#store.readAll({ after: this.#position, maxCount: this.#batchSize });
+    const batch = await this.#store.readAll({
+      after: this.#position,
+      maxCount: this.#batchSize,
+      following: true,
+    });
     if (batch.length === 0) {
       // Caught up: store the position passed over events the view ignores, so a restart does not read them again.
       if (this.#stored < this.#position && !(await this.#commitPosition([]))) return 'superseded';
