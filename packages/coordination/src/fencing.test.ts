@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
-import { postgresForSuite } from '@stratus/testkit';
+import { postgresForSuite, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import { StaleFencingTokenError } from './errors.js';
 import { MemoryFence, PostgresFence, SqliteFence } from './fencing.js';
@@ -111,3 +111,26 @@ fencingSuite(
   },
   suite.skip,
 );
+
+describe('PostgresFence', { skip: suite.skip }, () => {
+  it("reads the same tokens whatever pg's process-wide type parsers are", async () => {
+    const pool = new pg.Pool({ connectionString: suite.url, max: 2 });
+    pools.push(pool);
+    const run = async () => {
+      const fence = new PostgresFence({ pool, schema: `fence_${++schemas}` });
+      await fence.migrate();
+      await fence.check(pool, 'orders', 3);
+      await fence.check(pool, 'orders', 5);
+      const refused = await fence.check(pool, 'orders', 4).catch((error: unknown) => error);
+      assert.ok(refused instanceof StaleFencingTokenError);
+      return {
+        refused: { token: refused.token, current: refused.current },
+        orders: await fence.highest(pool, 'orders'),
+        invoices: await fence.highest(pool, 'invoices'),
+      };
+    };
+    const expected = await run();
+    assert.deepEqual(expected, { refused: { token: 4, current: 5 }, orders: 5, invoices: 0 });
+    assert.deepEqual(await withHostilePgTypes(run), expected);
+  });
+});

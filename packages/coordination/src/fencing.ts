@@ -4,7 +4,7 @@
  * write after a newer holder did. The check runs inside the caller's own transaction, with the write it guards:
  * both commit, or neither.
  */
-import { assertInteger, InvalidOptionsError } from '@stratus/core';
+import { assertInteger, InvalidOptionsError, type PostgresTypeParsers, postgresTypes } from '@stratus/core';
 import {
   assertSqliteDatabase,
   migrateSqlite,
@@ -77,7 +77,11 @@ export class SqliteFence {
 
 /** Anything that runs a query: a pg Pool, a Client, or the PoolClient of your open transaction. */
 export interface Queryable {
-  query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
+  query<R extends object = Record<string, unknown>>(config: {
+    text: string;
+    values?: unknown[];
+    types?: PostgresTypeParsers;
+  }): Promise<{ rows: R[] }>;
 }
 
 /**
@@ -105,21 +109,22 @@ export class PostgresFence {
   /** Accepts `token` for `resource` or throws StaleFencingTokenError (roll your transaction back). */
   async check(client: Queryable, resource: string, token: number): Promise<void> {
     checkArguments(resource, token);
-    const { rows } = await client.query(
-      `INSERT INTO "${this.schema}".coord_fences AS f (resource, token) VALUES ($1, $2)
+    const { rows } = await client.query({
+      text: `INSERT INTO "${this.schema}".coord_fences AS f (resource, token) VALUES ($1, $2)
        ON CONFLICT (resource) DO UPDATE SET token = excluded.token WHERE f.token <= excluded.token
        RETURNING token`,
-      [resource, token],
-    );
+      values: [resource, token],
+    });
     if (rows.length === 0)
       throw new StaleFencingTokenError(resource, token, await this.highest(client, resource));
   }
 
   async highest(client: Queryable, resource: string): Promise<number> {
-    const { rows } = await client.query<{ token: string }>(
-      `SELECT token FROM "${this.schema}".coord_fences WHERE resource = $1`,
-      [resource],
-    );
+    const { rows } = await client.query<{ token: string }>({
+      text: `SELECT token FROM "${this.schema}".coord_fences WHERE resource = $1`,
+      values: [resource],
+      types: postgresTypes,
+    });
     return rows[0] === undefined ? 0 : Number(rows[0].token);
   }
 }

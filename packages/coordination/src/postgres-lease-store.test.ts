@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite, suitePools } from '@stratus/testkit';
+import { postgresForSuite, suitePools, withHostilePgTypes } from '@stratus/testkit';
 import type pg from 'pg';
 import { leaseStoreContract } from './lease-contract.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
@@ -49,6 +49,39 @@ describe('PostgresLeaseStore', { skip: suite.skip }, () => {
     );
     assert.equal(new Set(tokens).size, 200, 'every grant has a token of its own');
     assert.ok(refused > 0, 'the callers did contend');
+  });
+
+  it("reads the same leases whatever pg's process-wide type parsers are", async () => {
+    // A schema a run, so both runs hand out the same tokens.
+    const run = async () => {
+      const store = new PostgresLeaseStore({ pool: newPool(), schema: `lease_${++schemas}` });
+      const first = await store.acquire({ name: 'shared', owner: 'a', ttlMs: 10_000, now: T0, limit: 2 });
+      const second = await store.acquire({ name: 'shared', owner: 'b', ttlMs: 5_000, now: T0 + 1, limit: 2 });
+      const refused = await store.acquire({
+        name: 'shared',
+        owner: 'c',
+        ttlMs: 10_000,
+        now: T0 + 2,
+        limit: 2,
+      });
+      const renewed = await store.acquire({
+        name: 'shared',
+        owner: 'a',
+        ttlMs: 20_000,
+        now: T0 + 3,
+        limit: 2,
+      });
+      return { first, second, refused, renewed, holders: await store.holders('shared', T0 + 4) };
+    };
+    const expected = await run();
+    assert.deepEqual(expected.refused, {
+      acquired: false,
+      holders: [
+        { owner: 'b', token: 2, expiresAt: T0 + 5_001 },
+        { owner: 'a', token: 1, expiresAt: T0 + 10_000 },
+      ],
+    });
+    assert.deepEqual(await withHostilePgTypes(run), expected);
   });
 
   it('validates its options', () => {

@@ -1,3 +1,4 @@
+import { postgresTypes } from '@stratus/core';
 import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool } from 'pg';
 import {
@@ -84,10 +85,11 @@ export class PostgresLeaseStore implements LeaseStore {
     // The function counts the holders, then lists them; releases do not wait for the token row lock, so every
     // holder it counted may be gone by then, and it returns no row: the lease was just freed, so ask again.
     for (let attempt = 0; rows.length === 0 && attempt < 3; attempt++) {
-      ({ rows } = await this.pool.query<AcquireRow>(
-        `SELECT * FROM "${this.schema}".coord_acquire($1, $2, $3, $4, $5)`,
-        [name, owner, now + ttlMs, now, limit],
-      ));
+      ({ rows } = await this.pool.query<AcquireRow>({
+        text: `SELECT * FROM "${this.schema}".coord_acquire($1, $2, $3, $4, $5)`,
+        values: [name, owner, now + ttlMs, now, limit],
+        types: postgresTypes,
+      }));
     }
     const first = rows[0];
     if (first === undefined) return { acquired: false, holders: [] };
@@ -138,11 +140,12 @@ export class PostgresLeaseStore implements LeaseStore {
 
   async holders(name: string, now: number): Promise<LeaseHolder[]> {
     await this.migrate();
-    const { rows } = await this.pool.query<{ owner: string; token: string; expires_at: number }>(
-      `SELECT owner, token, expires_at FROM "${this.schema}".coord_lease_holders
+    const { rows } = await this.pool.query<{ owner: string; token: string; expires_at: number }>({
+      text: `SELECT owner, token, expires_at FROM "${this.schema}".coord_lease_holders
        WHERE name = $1 AND expires_at > $2 ORDER BY expires_at, token`,
-      [name, now],
-    );
+      values: [name, now],
+      types: postgresTypes,
+    });
     return rows.map((row) => ({ owner: row.owner, token: Number(row.token), expiresAt: row.expires_at }));
   }
 }

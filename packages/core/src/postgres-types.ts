@@ -15,8 +15,27 @@ const asText = (value: string): string => value;
 const asInteger = (value: string): number => Number.parseInt(value, 10);
 const asFloat = (value: string): number => Number.parseFloat(value);
 
+/** bytea in either output format the server may be set to (bytea_output): hex, the default, or escape. */
+function asBytes(value: string): Buffer {
+  if (value.startsWith('\\x')) return Buffer.from(value.slice(2), 'hex');
+  // Escape format: `\\` is a backslash, `\` and three octal digits a byte, any other character that byte itself.
+  const bytes: number[] = [];
+  for (let i = 0; i < value.length; i++) {
+    if (value[i] !== '\\') bytes.push(value.charCodeAt(i));
+    else if (value[i + 1] === '\\') {
+      bytes.push(0x5c);
+      i++;
+    } else {
+      bytes.push(Number.parseInt(value.slice(i + 1, i + 4), 8));
+      i += 3;
+    }
+  }
+  return Buffer.from(bytes);
+}
+
 const PARSERS = new Map<number, (value: string) => unknown>([
   [16, (value) => value === 't'], // bool
+  [17, asBytes], // bytea
   [21, asInteger], // int2
   [23, asInteger], // int4
   [26, asInteger], // oid

@@ -1,4 +1,5 @@
 export * from './faults.js';
+export * from './hostile-pg-types.js';
 export * from './processes.js';
 export * from './script.js';
 export * from './servers.js';

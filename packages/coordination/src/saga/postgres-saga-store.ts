@@ -1,3 +1,4 @@
+import { postgresTypes } from '@stratus/core';
 import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool } from 'pg';
 import {
@@ -64,10 +65,11 @@ export class PostgresSagaStore implements SagaStore {
   async get(sagaId: string): Promise<SagaRecord | undefined> {
     checkSagaId(sagaId);
     await this.migrate();
-    const { rows } = await this.pool.query<{ document: string }>(
-      `SELECT document FROM "${this.schema}".coord_sagas WHERE saga_id = $1`,
-      [sagaId],
-    );
+    const { rows } = await this.pool.query<{ document: string }>({
+      text: `SELECT document FROM "${this.schema}".coord_sagas WHERE saga_id = $1`,
+      values: [sagaId],
+      types: postgresTypes,
+    });
     const row = rows[0];
     return row === undefined ? undefined : (JSON.parse(row.document) as SagaRecord);
   }
@@ -94,11 +96,12 @@ export class PostgresSagaStore implements SagaStore {
     const { limit, statuses, after } = checkListQuery(query);
     if (statuses.length === 0) return [];
     await this.migrate();
-    const { rows } = await this.pool.query<{ document: string }>(
-      `SELECT document FROM "${this.schema}".coord_sagas
+    const { rows } = await this.pool.query<{ document: string }>({
+      text: `SELECT document FROM "${this.schema}".coord_sagas
        WHERE status = ANY($1::text[]) AND saga_id > $2 ORDER BY saga_id LIMIT $3`,
-      [statuses, after ?? '', limit],
-    );
+      values: [statuses, after ?? '', limit],
+      types: postgresTypes,
+    });
     return rows.map((row) => JSON.parse(row.document) as SagaRecord);
   }
 }

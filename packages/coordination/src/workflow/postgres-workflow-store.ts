@@ -1,4 +1,4 @@
-import type { Unsubscribe } from '@stratus/core';
+import { postgresTypes, type Unsubscribe } from '@stratus/core';
 import { NotificationListener, PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 
@@ -133,7 +133,11 @@ export class PostgresWorkflowStore implements WorkflowStore {
       ],
     );
     if (rows[0]?.created === 1) return { created: true };
-    const existing = await this.pool.query(`SELECT * FROM ${t}.wf_runs WHERE id = $1`, [s.workflowId]);
+    const existing = await this.pool.query({
+      text: `SELECT * FROM ${t}.wf_runs WHERE id = $1`,
+      values: [s.workflowId],
+      types: postgresTypes,
+    });
     return { created: false, existing: runFromRow(existing.rows[0]) };
   }
 
@@ -239,13 +243,14 @@ export class PostgresWorkflowStore implements WorkflowStore {
   async dueForRecovery(now: number, limit: number): Promise<RecoveryCandidate[]> {
     await this.migrate();
     const t = this.#t;
-    const { rows } = await this.pool.query(
-      `(SELECT * FROM ${t}.wf_state WHERE status = 'processing' AND complete_by < $1 LIMIT $2)
+    const { rows } = await this.pool.query({
+      text: `(SELECT * FROM ${t}.wf_state WHERE status = 'processing' AND complete_by < $1 LIMIT $2)
        UNION ALL
        (SELECT s.* FROM ${t}.wf_state s JOIN ${t}.wf_runs r ON r.id = s.workflow_id
         WHERE s.status = 'error' AND r.status = 'running' LIMIT $2)`,
-      [now, limit],
-    );
+      values: [now, limit],
+      types: postgresTypes,
+    });
     return rows.slice(0, limit).map((row) => recoveryCandidate(stateFromRow(row)));
   }
 
@@ -255,15 +260,16 @@ export class PostgresWorkflowStore implements WorkflowStore {
     const t = this.#t;
     const seen = `workflow_id = $1 AND status = $2 AND attempt = $3 AND failure_count = $4
       AND EXISTS (SELECT 1 FROM ${t}.wf_runs WHERE id = $1 AND status = 'running')`;
-    const { rows } = await this.pool.query<{ changed: number }>(
-      to.kind === 'retry'
-        ? `WITH u AS (
+    const { rows } = await this.pool.query<{ changed: number }>({
+      text:
+        to.kind === 'retry'
+          ? `WITH u AS (
              UPDATE ${t}.wf_state SET status = 'pending', locked_by = NULL, complete_by = NULL,
                failure_count = failure_count + 1, available_at = $6, last_error = $7, updated_at = $5
              WHERE ${seen} RETURNING 1)
            SELECT (SELECT count(*) FROM u)::int AS changed,
              (SELECT count(*) FROM (SELECT pg_notify($8, 'ready') FROM u) n) AS notified`
-        : `WITH u AS (
+          : `WITH u AS (
              UPDATE ${t}.wf_state SET status = 'error', locked_by = NULL, complete_by = NULL,
                failure_count = failure_count + 1, last_error = $6, updated_at = $5
              WHERE ${seen} RETURNING workflow_id),
@@ -271,18 +277,20 @@ export class PostgresWorkflowStore implements WorkflowStore {
              UPDATE ${t}.wf_runs SET status = 'failed', error = $7, finished_at = $5
              WHERE id IN (SELECT workflow_id FROM u) RETURNING 1)
            SELECT (SELECT count(*) FROM u)::int AS changed`,
-      to.kind === 'retry'
-        ? [workflowId, status, attempt, failureCount, now, to.availableAt, to.error, this.channel]
-        : [workflowId, status, attempt, failureCount, now, to.error, to.context],
-    );
+      values:
+        to.kind === 'retry'
+          ? [workflowId, status, attempt, failureCount, now, to.availableAt, to.error, this.channel]
+          : [workflowId, status, attempt, failureCount, now, to.error, to.context],
+      types: postgresTypes,
+    });
     return rows[0]?.changed === 1;
   }
 
   async signal(workflowId: string, name: string, payload: string, now: number): Promise<boolean> {
     await this.migrate();
     const t = this.#t;
-    const { rows } = await this.pool.query<{ inserted: number }>(
-      `WITH ins AS (
+    const { rows } = await this.pool.query<{ inserted: number }>({
+      text: `WITH ins AS (
          INSERT INTO ${t}.wf_signals (workflow_id, name, payload) VALUES ($1, $2, $3)
          ON CONFLICT DO NOTHING RETURNING 1),
        u AS (
@@ -291,46 +299,50 @@ export class PostgresWorkflowStore implements WorkflowStore {
          RETURNING 1)
        SELECT (SELECT count(*) FROM ins)::int AS inserted,
          (SELECT count(*) FROM (SELECT pg_notify($5, 'ready') FROM u) n) AS notified`,
-      [workflowId, name, payload, now, this.channel],
-    );
+      values: [workflowId, name, payload, now, this.channel],
+      types: postgresTypes,
+    });
     return rows[0]?.inserted === 1;
   }
 
   async readSignal(workflowId: string, name: string): Promise<string | undefined> {
     await this.migrate();
-    const { rows } = await this.pool.query<{ payload: string }>(
-      `SELECT payload FROM ${this.#t}.wf_signals WHERE workflow_id = $1 AND name = $2`,
-      [workflowId, name],
-    );
+    const { rows } = await this.pool.query<{ payload: string }>({
+      text: `SELECT payload FROM ${this.#t}.wf_signals WHERE workflow_id = $1 AND name = $2`,
+      values: [workflowId, name],
+      types: postgresTypes,
+    });
     return rows[0]?.payload;
   }
 
   async get(workflowId: string): Promise<WorkflowRecord | undefined> {
     await this.migrate();
     const t = this.#t;
-    const { rows } = await this.pool.query(
-      `SELECT to_jsonb(r) AS run, to_jsonb(s) AS state FROM ${t}.wf_runs r
+    const { rows } = await this.pool.query({
+      text: `SELECT to_jsonb(r) AS run, to_jsonb(s) AS state FROM ${t}.wf_runs r
        JOIN ${t}.wf_state s ON s.workflow_id = r.id WHERE r.id = $1`,
-      [workflowId],
-    );
+      values: [workflowId],
+      types: postgresTypes,
+    });
     const row = rows[0];
     return row === undefined ? undefined : { run: runFromRow(row.run), state: stateFromRow(row.state) };
   }
 
   async nextAvailableAt(definitions: readonly string[]): Promise<number | undefined> {
     await this.migrate();
-    const { rows } = await this.pool.query<{ next: number | null }>(
-      `SELECT min(available_at) AS next FROM ${this.#t}.wf_state
+    const { rows } = await this.pool.query<{ next: number | null }>({
+      text: `SELECT min(available_at) AS next FROM ${this.#t}.wf_state
        WHERE status = 'pending' AND definition = ANY($1::text[])`,
-      [definitions],
-    );
+      values: [definitions],
+      types: postgresTypes,
+    });
     const next = rows[0]?.next;
     return next === null || next === undefined ? undefined : Number(next);
   }
 
   /** A named (prepared once per connection) statement: the hot statements skip parsing and planning. */
   #query<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<QueryResult<R>> {
-    return this.pool.query<R>({ name: `wf:${this.schema}:${name}`, text, values });
+    return this.pool.query<R>({ name: `wf:${this.schema}:${name}`, text, values, types: postgresTypes });
   }
 
   watch(listener: () => void): Unsubscribe {

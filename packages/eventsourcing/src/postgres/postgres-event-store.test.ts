@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite, waitUntil } from '@stratus/testkit';
+import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
-import type { EventToStore } from '../backend.js';
+import type { EventToStore, RecordedEvent } from '../backend.js';
 import { eventStoreBackendContract } from '../contract.js';
 import { EventStore } from '../event-store.js';
 import { PostgresEventStore } from './postgres-event-store.js';
@@ -115,20 +115,7 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
     const expected = await everything();
     assert.deepEqual(expected.forwards[0]?.data, { n: 1, nested: { list: [1, 'two'] } });
     assert.equal(expected.forwards[0]?.recordedAt, T0 + 0.5);
-    const hostile: [number, (value: string) => unknown][] = [
-      [20, BigInt],
-      [23, (value) => `int4 ${value}`],
-      [701, (value) => `float8 ${value}`],
-      [114, () => assert.fail('json parsed by the global parser')],
-      [3802, () => assert.fail('jsonb parsed by the global parser')],
-    ];
-    const saved = hostile.map(([oid]) => [oid, pg.types.getTypeParser(oid, 'text')] as const);
-    try {
-      for (const [oid, parse] of hostile) pg.types.setTypeParser(oid, 'text', parse);
-      assert.deepEqual(await everything(), expected);
-    } finally {
-      for (const [oid, parse] of saved) pg.types.setTypeParser(oid, 'text', parse);
-    }
+    assert.deepEqual(await withHostilePgTypes(everything), expected);
   });
 
   it('shares one query among reads of all events asked with the same bounds before it went out', async () => {
@@ -159,6 +146,54 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
       ['A', 'B'],
     );
     assert.equal(reads, 4);
+  });
+
+  it('answers a following read with what a read from the same position already on its way finds, if anything', async () => {
+    const { store, pool } = open(`es_following_${++schemas}`);
+    await store.append({
+      streamName: 'f-1',
+      expectedVersion: 'any',
+      events: [event('A', 1), event('B', 2), event('C', 3)],
+      now: T0,
+    });
+    let reads = 0;
+    const query = pool.query.bind(pool);
+    pool.query = ((config: { name?: string }, ...rest: unknown[]) => {
+      if (config?.name?.endsWith('_read_all')) reads++;
+      return (query as (...args: unknown[]) => unknown)(config, ...rest);
+    }) as typeof pool.query;
+    const sentOne = () => new Promise((resolve) => setImmediate(resolve));
+    const types = (events: readonly RecordedEvent[]) => events.map((e) => e.type);
+    // Joined: one query, the follower's answer cut to its own maxCount.
+    const plain = store.readAll({ after: 0 });
+    await sentOne();
+    const following = await store.readAll({ after: 0, maxCount: 2, following: true });
+    assert.deepEqual(types(await plain), ['A', 'B', 'C']);
+    assert.deepEqual(types(following), ['A', 'B']);
+    assert.equal(reads, 1);
+    // Without `following`, or from another position, a read goes out on its own.
+    const again = store.readAll({ after: 0 });
+    await sentOne();
+    await Promise.all([store.readAll({ after: 0 }), store.readAll({ after: 1, following: true }), again]);
+    assert.equal(reads, 4);
+    // A read on its way that finds nothing does not answer a follower: it reads again, and sees what was appended.
+    const head = await store.headPosition();
+    const empty = store.readAll({ after: head });
+    await sentOne();
+    const appended = store.append({
+      streamName: 'f-1',
+      expectedVersion: 'any',
+      events: [event('D', 4)],
+      now: T0,
+    });
+    const follower = store.readAll({ after: head, following: true });
+    assert.deepEqual(await empty, []);
+    await appended;
+    const afterAppend = types(await follower);
+    assert.equal(reads, 6, 'the follower read again');
+    // Its read went out once the empty one answered; the append may or may not have committed by then.
+    assert.ok(afterAppend.length === 0 || afterAppend[0] === 'D', `unexpected ${afterAppend}`);
+    assert.deepEqual(types(await store.readAll({ after: head, following: true })), ['D']);
   });
 
   it('never lets a reader skip an event that commits after a later position was read', async (t) => {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite, VirtualClock, waitUntil } from '@stratus/testkit';
+import { postgresForSuite, VirtualClock, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import { PostgresInbox } from './inbox.js';
 import { outboxContract } from './outbox.contract.js';
+import type { OutboxRecord } from './outbox.js';
 import { PostgresOutbox } from './postgres-outbox.js';
 
 const server = await postgresForSuite('messaging-outbox');
@@ -58,6 +59,30 @@ describe('PostgreSQL outbox and inbox', { skip: server.skip }, () => {
     } finally {
       stop();
     }
+  });
+
+  it("reads the same records whatever pg's process-wide type parsers are", async () => {
+    // A table a run, so both runs number their records alike.
+    const run = async (table: string) => {
+      const clock = new VirtualClock({ now: 1_750_000_000_000 });
+      const outbox = new PostgresOutbox({ pool, table, clock });
+      await outbox.add(pool, { queue: 'orders' }, [
+        { id: 'o-1', body: { total: 12.5 }, headers: { tenant: 't1' }, priority: 2 },
+        { id: 'o-2', body: { total: 3 }, subject: 'note', ttlMs: 60_000 },
+      ]);
+      await clock.advance(250);
+      await outbox.add(pool, { topic: 'orders.created' }, { id: 'o-3', body: [1, 2, 3] });
+      const read = await outbox.read(10);
+      await outbox.bury(read[1] as OutboxRecord, 'no such queue', clock.now());
+      const dead = await outbox.listDead(10);
+      const pending = await outbox.pending(clock.now() + 1000);
+      const requeued = await outbox.requeueDead(dead.map((record) => record.sequence));
+      return { read, dead, pending, requeued, reread: await outbox.read(10) };
+    };
+    const expected = await run(`outbox_types_default_${process.pid}`);
+    assert.equal(expected.read.length, 3);
+    assert.deepEqual(expected.dead[0]?.message.body, expected.read[1]?.message.body);
+    assert.deepEqual(await withHostilePgTypes(() => run(`outbox_types_hostile_${process.pid}`)), expected);
   });
 
   it('the inbox runs an effect once even when two deliveries race', async () => {

@@ -1,4 +1,4 @@
-import { type Clock, createExclusively, systemClock } from '@stratus/core';
+import { type Clock, createExclusively, postgresTypes, systemClock } from '@stratus/core';
 import type { Pool, PoolClient } from 'pg';
 import { type Codec, defaultCodec } from '../codec.js';
 import type { MessageToSend } from '../outgoing.js';
@@ -128,9 +128,11 @@ export class PostgresOutbox implements OutboxStore {
 
   async read(limit: number): Promise<OutboxRecord[]> {
     await this.ensureSchema();
-    const { rows } = await this.pool.query<Row>(`SELECT * FROM ${this.#table} ORDER BY sequence LIMIT $1`, [
-      limit,
-    ]);
+    const { rows } = await this.pool.query<Row>({
+      text: `SELECT * FROM ${this.#table} ORDER BY sequence LIMIT $1`,
+      values: [limit],
+      types: postgresTypes,
+    });
     return rows.map(toRecord);
   }
 
@@ -149,10 +151,11 @@ export class PostgresOutbox implements OutboxStore {
 
   async listDead(limit: number): Promise<DeadOutboxRecord[]> {
     await this.ensureSchema();
-    const { rows } = await this.pool.query<Row & { failed_at: string; error: string }>(
-      `SELECT * FROM ${this.#table}_dead ORDER BY sequence LIMIT $1`,
-      [limit],
-    );
+    const { rows } = await this.pool.query<Row & { failed_at: string; error: string }>({
+      text: `SELECT * FROM ${this.#table}_dead ORDER BY sequence LIMIT $1`,
+      values: [limit],
+      types: postgresTypes,
+    });
     return rows.map((row) => ({ ...toRecord(row), failedAt: Number(row.failed_at), error: row.error }));
   }
 
@@ -186,9 +189,10 @@ export class PostgresOutbox implements OutboxStore {
 
   async pending(now: number): Promise<{ count: number; oldestAgeMs: number }> {
     await this.ensureSchema();
-    const { rows } = await this.pool.query<{ count: string; oldest: string | null }>(
-      `SELECT count(*) AS count, min(created_at) AS oldest FROM ${this.#table}`,
-    );
+    const { rows } = await this.pool.query<{ count: string; oldest: string | null }>({
+      text: `SELECT count(*) AS count, min(created_at) AS oldest FROM ${this.#table}`,
+      types: postgresTypes,
+    });
     const row = rows[0];
     return {
       count: Number(row?.count ?? 0),

@@ -1,4 +1,4 @@
-import { assertObject, InvalidOptionsError } from '@stratus/core';
+import { assertObject, InvalidOptionsError, postgresTypes } from '@stratus/core';
 import type { Pool } from 'pg';
 import { advisoryKey } from './schema.js';
 
@@ -24,21 +24,24 @@ export async function migratePostgres(
     await client.query(
       `CREATE TABLE IF NOT EXISTS "${schema}".stratus_schema (component text PRIMARY KEY, version int NOT NULL)`,
     );
-    const { rows } = await client.query<{ version: number }>(
-      `SELECT version FROM "${schema}".stratus_schema WHERE component = $1`,
-      [component],
-    );
+    const { rows } = await client.query<{ version: number }>({
+      text: `SELECT version FROM "${schema}".stratus_schema WHERE component = $1`,
+      values: [component],
+      types: postgresTypes,
+    });
     let current = rows[0]?.version;
     if (current === undefined && legacyTable !== undefined) {
       const legacy = `"${schema}".${legacyTable}`;
-      const { rows: found } = await client.query<{ found: boolean }>(
-        'SELECT to_regclass($1) IS NOT NULL AS found',
-        [legacy],
-      );
+      const { rows: found } = await client.query<{ found: boolean }>({
+        text: 'SELECT to_regclass($1) IS NOT NULL AS found',
+        values: [legacy],
+        types: postgresTypes,
+      });
       if (found[0]?.found) {
-        const { rows: old } = await client.query<{ version: number }>(
-          `SELECT coalesce(max(version), 0) AS version FROM ${legacy}`,
-        );
+        const { rows: old } = await client.query<{ version: number }>({
+          text: `SELECT coalesce(max(version), 0) AS version FROM ${legacy}`,
+          types: postgresTypes,
+        });
         current = old[0]?.version;
       }
     }

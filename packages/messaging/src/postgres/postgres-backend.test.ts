@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { postgresForSuite, waitUntil } from '@stratus/testkit';
+import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
-import type { OutgoingMessage, QueueSettings } from '../backend.js';
+import type { OutgoingMessage, QueueSettings, ReceiveResult } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
+import { migratePostgres } from './migrations.js';
 import { NotificationListener } from './notification-listener.js';
 import { type PostgresMessageBackend, postgresMessageBackend } from './postgres-backend.js';
 import { migrations } from './schema.js';
@@ -132,6 +133,123 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       const { rows } = await admin.query('SELECT component, version FROM legacy_migrations.stratus_schema');
       assert.deepEqual(rows, [{ component: 'messaging', version: LATEST }]);
       assert.deepEqual(await reopened.listQueues(), ['still-there']);
+    });
+
+    it("finds the version it migrates from whatever pg's process-wide type parsers are", async () => {
+      const first = 'CREATE TABLE hostile_migrations.first (n int)';
+      await migratePostgres(admin, 'hostile_migrations', 'test', [first]);
+      await withHostilePgTypes(() =>
+        migratePostgres(admin, 'hostile_migrations', 'test', [
+          first,
+          'CREATE TABLE hostile_migrations.second (n int)',
+        ]),
+      );
+      const { rows } = await admin.query(
+        "SELECT to_regclass('hostile_migrations.second') IS NOT NULL AS created, version " +
+          "FROM hostile_migrations.stratus_schema WHERE component = 'test'",
+      );
+      assert.deepEqual(rows, [{ created: true, version: 2 }]);
+    });
+
+    it("reads the same values whatever pg's process-wide type parsers are", async () => {
+      // A schema a run, so both runs number their messages alike; lock tokens then differ only by their uuid.
+      const run = async (schema: string) => {
+        const backend = open(schema);
+        const withoutUuids = ({ messages, nextDueAt }: ReceiveResult) => ({
+          messages: messages.map((m) => ({ ...m, lockToken: m.lockToken.replace(/:.*/, '') })),
+          nextDueAt,
+        });
+        await backend.putQueue('work', { ...settings, priority: { policy: 'weighted', agingMs: 1000 } });
+        await backend.putQueue('carts', { ...settings, sessions: true });
+        const queue = await backend.getQueue('work');
+        const queues = await backend.listQueues();
+        const sent = await backend.send(
+          'work',
+          [
+            msg('a', {
+              contentType: 'text/plain',
+              correlationId: 'c-1',
+              headers: { tenant: 't1' },
+              priority: 2,
+            }),
+            msg('b', { subject: 'second', expiresAt: T0 + 600_000 }),
+            msg('c'),
+            msg('later', { availableAt: T0 + 60_000 }),
+            msg('a'),
+          ],
+          T0,
+        );
+        const received = await backend.receive('work', { max: 3, lockMs: 30_000, now: T0 + 1 });
+        const token = (id: string) => received.messages.find((m) => m.id === id)?.lockToken ?? '';
+        const renewed = await backend.renewLocks('work', [token('a'), 'not-a-token'], 45_000, T0 + 2);
+        const abandoned = await backend.abandon('work', token('b'), 0, T0 + 3);
+        const deadLettered = await backend.deadLetter('work', token('c'), 'poison', 'cannot parse', T0 + 4);
+        const next = await backend.completeAndReceive('work', token('a'), {
+          max: 1,
+          lockMs: 30_000,
+          now: T0 + 5,
+        });
+        const completed = await backend.complete(
+          'work',
+          next.received.messages.map((m) => m.lockToken),
+          T0 + 6,
+        );
+        const nothingDue = await backend.receive('work', { max: 1, lockMs: 30_000, now: T0 + 7 });
+        const peeked = await backend.peek('work', { limit: 10 });
+        const stats = await backend.stats('work', T0 + 8);
+        const deadLetters = await backend.listDeadLetters('work', { limit: 10 });
+        const resent = await backend.resendDeadLetters('work', [deadLetters[0]?.sequence ?? 0], T0 + 9);
+        const purged = await backend.purgeDeadLetters('work', undefined);
+        await backend.send('carts', [msg('s', { sessionId: 'cart-1' })], T0);
+        await backend.setSessionState('carts', 'cart-1', text('two items'));
+        const sessionState = await backend.getSessionState('carts', 'cart-1');
+        await backend.putTopic('orders.created', { retentionMs: 60_000 });
+        const topic = await backend.getTopic('orders.created');
+        const topics = await backend.listTopics();
+        await backend.subscribe(
+          { queue: 'work', topics: ['orders.*'], filter: { headers: { tenant: ['t1', 't2'] } } },
+          'none',
+          T0,
+        );
+        const subscriptions = await backend.listSubscriptions();
+        const published = await backend.publish(
+          'orders.created',
+          [msg('p', { headers: { tenant: 't2' } }), msg('q', { headers: { tenant: 't3' } })],
+          T0 + 10,
+        );
+        return {
+          queue,
+          queues,
+          sent,
+          received: withoutUuids(received),
+          renewed,
+          abandoned,
+          deadLettered,
+          next: { outcome: next.outcome, received: withoutUuids(next.received) },
+          completed,
+          nothingDue,
+          peeked,
+          stats,
+          deadLetters,
+          resent,
+          purged,
+          sessionState,
+          topic,
+          topics,
+          subscriptions,
+          published,
+          unsubscribed: await backend.unsubscribe('work'),
+          topicDeleted: await backend.deleteTopic('orders.created'),
+          queueDeleted: await backend.deleteQueue('carts'),
+        };
+      };
+      const expected = await run('types_default');
+      assert.deepEqual(expected.received.messages[0]?.body, Buffer.from(text('a')));
+      assert.deepEqual(expected.received.messages[0]?.headers, { tenant: 't1' });
+      assert.deepEqual(expected.sessionState, Buffer.from(text('two items')));
+      assert.deepEqual(expected.subscriptions[0]?.topics, ['orders.*']);
+      assert.equal(expected.nothingDue.nextDueAt, T0 + 60_000);
+      assert.deepEqual(await withHostilePgTypes(() => run('types_hostile')), expected);
     });
 
     it('never gives one message to two instances competing on separate pools', async () => {

@@ -1,4 +1,4 @@
-import { assertInteger, assertObject, InvalidOptionsError } from '@stratus/core';
+import { assertInteger, assertObject, InvalidOptionsError, postgresTypes } from '@stratus/core';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import {
   type DeadLetter,
@@ -562,7 +562,12 @@ export class PostgresMessageBackend implements MessageBackend {
   ): Promise<R[]> {
     const pool = await this.#ensureReady();
     try {
-      const config: QueryConfig = { name: statement.name, text: statement.text, values };
+      const config: QueryConfig = {
+        name: statement.name,
+        text: statement.text,
+        values,
+        types: postgresTypes,
+      };
       return (await pool.query<R>(config)).rows;
     } catch (error) {
       if (queue !== undefined && sqlState(error) === UNKNOWN_QUEUE_SQLSTATE)
@@ -662,8 +667,9 @@ function statements(schema: string) {
     ),
     listSubscriptions: named(
       'list_subscriptions',
-      `SELECT q.name AS queue, s.topics, s.filter FROM ${S}.subscriptions s JOIN ${S}.queues q ON q.id = s.queue_id
-       ORDER BY q.name COLLATE "C"`,
+      // The topics as json: postgresTypes parses no arrays.
+      `SELECT q.name AS queue, to_json(s.topics) AS topics, s.filter FROM ${S}.subscriptions s
+       JOIN ${S}.queues q ON q.id = s.queue_id ORDER BY q.name COLLATE "C"`,
     ),
     publish: named(
       'publish',

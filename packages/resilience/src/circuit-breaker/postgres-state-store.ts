@@ -1,4 +1,4 @@
-import { createExclusively, InvalidOptionsError } from '@stratus/core';
+import { createExclusively, InvalidOptionsError, postgresTypes } from '@stratus/core';
 import type { Notification, Pool, PoolClient } from 'pg';
 import { KeyedListeners } from './keyed-listeners.js';
 import {
@@ -67,10 +67,11 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
 
   async read(key: string): Promise<SharedCircuitRecord | undefined> {
     await this.#ensureTables();
-    const { rows } = await this.#pool.query<{ version: string; state: object }>(
-      `SELECT version, state FROM ${this.#table} WHERE key = $1`,
-      [key],
-    );
+    const { rows } = await this.#pool.query<{ version: string; state: object }>({
+      text: `SELECT version, state FROM ${this.#table} WHERE key = $1`,
+      values: [key],
+      types: postgresTypes,
+    });
     const row = rows[0];
     return row ? parseCircuitRecord(row.version, row.state) : undefined;
   }
@@ -89,12 +90,14 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
            ON CONFLICT (key) DO NOTHING RETURNING version`
         : `UPDATE ${this.#table} SET version = version + 1, state = $2::jsonb, updated_at = now()
            WHERE key = $1 AND version = $4 RETURNING version`;
-    const { rows } = await this.#pool.query<{ version: string }>(
-      `WITH w AS (${write})
+    const { rows } = await this.#pool.query<{ version: string }>({
+      text: `WITH w AS (${write})
        SELECT w.version, pg_notify($3, json_build_object('key', $1::text, 'version', w.version, 'state', $2::jsonb)::text)
        FROM w`,
-      expectedVersion === 0 ? [key, json, this.#channel] : [key, json, this.#channel, expectedVersion],
-    );
+      values:
+        expectedVersion === 0 ? [key, json, this.#channel] : [key, json, this.#channel, expectedVersion],
+      types: postgresTypes,
+    });
     const row = rows[0];
     if (row) return { written: true, record: parseCircuitRecord(row.version, state) };
     return { written: false, record: await this.read(key) };
@@ -104,8 +107,8 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
     await this.#ensureTables();
     // All parts of one statement see the same snapshot: other instances' live rows come from the table,
     // this instance's from the upsert.
-    const { rows } = await this.#pool.query<{ report: QuorumReport }>(
-      `WITH up AS (
+    const { rows } = await this.#pool.query<{ report: QuorumReport }>({
+      text: `WITH up AS (
          INSERT INTO ${this.#quorumTable} (key, instance_id, report, expires_at) VALUES ($1, $2, $3::jsonb, $4)
          ON CONFLICT (key, instance_id) DO UPDATE SET report = EXCLUDED.report, expires_at = EXCLUDED.expires_at
          RETURNING report, expires_at
@@ -114,8 +117,9 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
        )
        SELECT report FROM ${this.#quorumTable} WHERE key = $1 AND instance_id <> $2 AND expires_at > $5
        UNION ALL SELECT report FROM up WHERE expires_at > $5`,
-      [key, report.instanceId, JSON.stringify(report), report.expiresAt, now],
-    );
+      values: [key, report.instanceId, JSON.stringify(report), report.expiresAt, now],
+      types: postgresTypes,
+    });
     return rows.map((r) => r.report);
   }
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { randomId } from '@stratus/core';
-import { postgresForSuite, redisForSuite } from '@stratus/testkit';
+import { postgresForSuite, redisForSuite, withHostilePgTypes } from '@stratus/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { MemoryCircuitStateStore } from './memory-state-store.js';
@@ -247,6 +247,27 @@ describe('circuit state store contract', () => {
         await database.release();
       });
       storeContract(() => pair);
+
+      it("reads the same records whatever pg's process-wide type parsers are", async () => {
+        const store = new PostgresCircuitStateStore({ pool: pools[0] as pg.Pool });
+        const report = (instanceId: string, expiresAt: number) => ({
+          instanceId,
+          failing: true,
+          since: T0,
+          expiresAt,
+        });
+        const run = async (k: string) => ({
+          created: await store.compareAndSet(k, 0, state()),
+          stale: await store.compareAndSet(k, 0, state({ state: 'closed' })),
+          updated: await store.compareAndSet(k, 1, state({ trials: { t1: T0 + 100 } })),
+          read: await store.read(k),
+          first: await store.report(k, report('i1', T0 + 3000), T0),
+          second: await store.report(k, report('i2', T0 + 1000), T0 + 10),
+        });
+        const expected = await run(`circuit-${randomId()}`);
+        assert.deepEqual(expected.read, { ...state({ trials: { t1: T0 + 100 } }), version: 2 });
+        assert.deepEqual(await withHostilePgTypes(() => run(`circuit-${randomId()}`)), expected);
+      });
 
       it('rejects table and channel names that are not plain identifiers', () => {
         assert.throws(() => new PostgresCircuitStateStore({ pool: pools[0]!, table: 'x; DROP TABLE y' }));

@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
-import { postgresForSuite, VirtualClock, waitUntil } from '@stratus/testkit';
+import { postgresForSuite, VirtualClock, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
+import { concurrencyLimit } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
+import { gcra } from './gcra.js';
 import { postgresStore } from './postgres-store.js';
+import { slidingWindowCounter } from './sliding-window-counter.js';
+import { slidingWindowLog } from './sliding-window-log.js';
 import { tokenBucket } from './token-bucket.js';
+import type { RateLimitResult } from './types.js';
 
 describe('postgres store options', () => {
   test('are validated', () => {
@@ -85,5 +90,37 @@ describe('postgres store', { skip: suite.skip }, () => {
     assert.equal(clock.pendingTimers, 1, 'the next purge is scheduled');
     store.close();
     assert.equal(clock.pendingTimers, 0);
+  });
+
+  test("decides alike whatever pg's process-wide type parsers are", async () => {
+    const run = async (tablePrefix: string) => {
+      const clock = new VirtualClock({ now: 1_750_000_000_000 });
+      const store = postgresStore({ pool, tablePrefix, time: clock, purgeIntervalMs: 0 });
+      const limiters = [
+        tokenBucket({ store, name: 'bucket', capacity: 2, refillRate: 1 }),
+        fixedWindow({ store, name: 'fixed', limit: 2, windowMs: 1000 }),
+        gcra({ store, name: 'gcra', limit: 2, periodMs: 1000 }),
+        slidingWindowLog({ store, name: 'log', limit: 2, windowMs: 1000 }),
+        slidingWindowCounter({ store, name: 'counter', limit: 2, windowMs: 1000 }),
+        concurrencyLimit({ store, name: 'concurrency', maxInFlight: 1, leaseMs: 5000 }),
+      ];
+      const results: (Omit<RateLimitResult, 'lease'> & { limiter: string; leased: boolean })[] = [];
+      for (const limiter of limiters) {
+        for (let i = 0; i < 3; i++) {
+          const { lease, ...result } = await limiter.acquire('k');
+          results.push({ limiter: limiter.name, ...result, leased: lease !== undefined });
+          await lease?.release();
+          await clock.advance(100);
+        }
+      }
+      return results;
+    };
+    const expected = await run('types_default');
+    assert.deepEqual(
+      expected.filter((result) => !result.allowed).map((result) => result.limiter),
+      ['bucket', 'fixed', 'gcra', 'log', 'counter'],
+      'each refused its third request but the concurrency limiter, whose permit was released each time',
+    );
+    assert.deepEqual(await withHostilePgTypes(() => run('types_hostile')), expected);
   });
 });

@@ -6,6 +6,7 @@ import {
   createExclusively,
   type EventEmitter,
   InvalidOptionsError,
+  postgresTypes,
   randomId,
   systemClock,
   type TimerHandle,
@@ -260,7 +261,12 @@ class PostgresRateLimiter implements RateLimiter {
     const leaseId = this.#algorithm.leased ? randomId() : '';
     if (this.#algorithm.leased) values.push(leaseId);
     for (const param of this.#algorithm.params) values.push(param);
-    const { rows } = await this.#owner.pool.query<unknown[]>({ ...this.#acquire, values, rowMode: 'array' });
+    const { rows } = await this.#owner.pool.query<unknown[]>({
+      ...this.#acquire,
+      values,
+      rowMode: 'array',
+      types: postgresTypes,
+    });
     const row = rows[0] as unknown[];
     const numbers: number[] = new Array(row.length);
     numbers[0] = row[0] === true ? 1 : 0;
