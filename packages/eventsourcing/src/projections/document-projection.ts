@@ -1,4 +1,4 @@
-import { assertFunction, InvalidOptionsError } from '@stratus/core';
+import { assertFunction, InvalidOptionsError, postgresTypes } from '@stratus/core';
 import { POSTGRES_SCHEMA_NAME, type SqliteDatabase } from '@stratus/messaging';
 import type { Pool, PoolClient } from 'pg';
 import type { RecordedEvent } from '../backend.js';
@@ -273,11 +273,12 @@ export function postgresDocumentProjection(
     },
     async applyBatch(client, events, version) {
       const keys = declaredKeys(definition, events);
-      const { rows } = await client.query<{ collection: string; id: string; doc: unknown }>(
-        `SELECT t.collection, t.id, t.doc FROM ${table(version)} t
+      const { rows } = await client.query<{ collection: string; id: string; doc: unknown }>({
+        text: `SELECT t.collection, t.id, t.doc FROM ${table(version)} t
            JOIN unnest($1::text[], $2::text[]) AS k(collection, id) USING (collection, id)`,
-        [keys.map((key) => key.collection), keys.map((key) => key.id)],
-      );
+        values: [keys.map((key) => key.collection), keys.map((key) => key.id)],
+        types: postgresTypes,
+      });
       const loaded = new Map(rows.map((row) => [keyOf(row.collection, row.id), row.doc]));
       const changes = applyInMemory(definition, events, loaded);
       const docs = changes.map((change) =>
@@ -398,10 +399,11 @@ export function postgresDocumentReader(
     async get<T>(collection: string, id: string) {
       const active = await version();
       if (active === undefined) return undefined;
-      const { rows } = await pool.query<{ doc: T }>(
-        `SELECT doc FROM ${table(active)} WHERE collection = $1 AND id = $2`,
-        [collection, id],
-      );
+      const { rows } = await pool.query<{ doc: T }>({
+        text: `SELECT doc FROM ${table(active)} WHERE collection = $1 AND id = $2`,
+        values: [collection, id],
+        types: postgresTypes,
+      });
       return rows[0]?.doc;
     },
     async find<T>(collection: string, lookup?: string) {
@@ -409,14 +411,16 @@ export function postgresDocumentReader(
       if (active === undefined) return [];
       const { rows } =
         lookup === undefined
-          ? await pool.query<{ doc: T }>(
-              `SELECT doc FROM ${table(active)} WHERE collection = $1 ORDER BY id`,
-              [collection],
-            )
-          : await pool.query<{ doc: T }>(
-              `SELECT doc FROM ${table(active)} WHERE collection = $1 AND lookup = $2 ORDER BY id`,
-              [collection, lookup],
-            );
+          ? await pool.query<{ doc: T }>({
+              text: `SELECT doc FROM ${table(active)} WHERE collection = $1 ORDER BY id`,
+              values: [collection],
+              types: postgresTypes,
+            })
+          : await pool.query<{ doc: T }>({
+              text: `SELECT doc FROM ${table(active)} WHERE collection = $1 AND lookup = $2 ORDER BY id`,
+              values: [collection, lookup],
+              types: postgresTypes,
+            });
       return rows.map((row) => row.doc);
     },
   };

@@ -1,4 +1,4 @@
-import { InvalidOptionsError } from '@stratus/core';
+import { InvalidOptionsError, postgresTypes } from '@stratus/core';
 import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
@@ -160,10 +160,11 @@ export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
   async activate(name: string, version: number): Promise<void> {
     await this.#transaction(async (client) => {
       // Serialises activations of one view: exactly one version is active afterwards.
-      const { rows } = await client.query<{ version: number }>(
-        `SELECT version FROM ${this.#table} WHERE name = $1 ORDER BY version FOR UPDATE`,
-        [name],
-      );
+      const { rows } = await client.query<{ version: number }>({
+        text: `SELECT version FROM ${this.#table} WHERE name = $1 ORDER BY version FOR UPDATE`,
+        values: [name],
+        types: postgresTypes,
+      });
       if (!rows.some((row) => row.version === version)) {
         throw new InvalidOptionsError('version', `view "${name}" has no version ${version}`);
       }
@@ -177,10 +178,11 @@ export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
 
   async versions(name: string): Promise<ViewVersionState[]> {
     await this.#migrated();
-    const { rows } = await this.pool.query<ViewRow>(
-      `SELECT * FROM ${this.#table} WHERE name = $1 ORDER BY version`,
-      [name],
-    );
+    const { rows } = await this.pool.query<ViewRow>({
+      text: `SELECT * FROM ${this.#table} WHERE name = $1 ORDER BY version`,
+      values: [name],
+      types: postgresTypes,
+    });
     return rows.map((row) => ({
       name: row.name,
       version: row.version,
