@@ -169,11 +169,15 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
           following: true,
         });
         if (batch.length === 0) {
-          if (dirty) await save();
+          // Caught up, the checkpoint still keeps to its interval (a quiet subscription stores it when the interval
+          // ends): woken by every append, a subscription would otherwise write one per append.
+          const checkpointDueIn = savedAt + checkpointEveryMs - this.#clock.now();
+          if (dirty && checkpointDueIn <= 0) await save();
           await saving;
           this.#reachedEnd();
           this.#emit({ type: 'caught-up', position: this.#position });
-          await this.#idle(this.#options.pollIntervalMs ?? 1000);
+          const pollMs = this.#options.pollIntervalMs ?? 1000;
+          await this.#idle(dirty ? Math.min(pollMs, Math.max(0, checkpointDueIn)) : pollMs);
           // Woken by an append: let the appends close behind it land, to handle them as one batch.
           const delay = this.#options.appendDelayMs ?? 0;
           if (this.#appended && delay > 0) await this.#idle(delay, false);

@@ -240,12 +240,17 @@ export class ProjectionRunner<Tx> {
             break;
           }
           if (outcome === 'idle') {
-            await this.#idle(Math.min(this.#pollIntervalMs, this.#leaseMs / 3), true);
+            await this.#idle(
+              Math.min(this.#pollIntervalMs, this.#leaseMs / 3, Math.max(0, this.#positionStoreDueIn())),
+              true,
+            );
             // Woken by an append: let the appends close behind it land, to read them as one batch.
             if (this.#signalled && this.#appendDelayMs > 0) await this.#idle(this.#appendDelayMs, false);
           }
         }
       }
+      // A position passed over ignored events and not yet due is stored now, so a restart does not read them again.
+      if (this.#heldLease && this.#stored < this.#position) await this.#commitPosition([]).catch(() => false);
     } catch (error) {
       this.#emit({ type: 'failed', error });
       throw error;
@@ -273,10 +278,14 @@ export class ProjectionRunner<Tx> {
       this.#stopped = true;
       return false;
     }
-    this.#position = state.position;
-    this.#stored = state.position;
-    this.#lastEventAt = state.lastEventAt;
-    this.#storedAt = this.#clock.now();
+    // Held all along and the stored position is still ours: the position read beyond it (over ignored events, not
+    // stored yet) stays; otherwise the runner starts again from what is stored.
+    if (!had || state.position !== this.#stored) {
+      this.#position = state.position;
+      this.#stored = state.position;
+      this.#lastEventAt = state.lastEventAt;
+      this.#storedAt = this.#clock.now();
+    }
     if (!had) this.#emit({ type: 'lease-acquired' });
     return true;
   }
@@ -290,8 +299,9 @@ export class ProjectionRunner<Tx> {
       following: true,
     });
     if (batch.length === 0) {
-      // Caught up: store the position passed over events the view ignores, so a restart does not read them again.
-      if (this.#stored < this.#position && !(await this.#commitPosition([]))) return 'superseded';
+      // Caught up: store the position passed over events the view ignores, so a restart does not read them again;
+      // at most once per interval, as between batches (the idle wait ends when it is due).
+      if (this.#positionStoreDueIn() <= 0 && !(await this.#commitPosition([]))) return 'superseded';
       this.#reachedEnd();
       this.#emit({ type: 'caught-up', position: this.#position });
       // Once this version serves, there is nothing more to activate: no query per idle step.
@@ -358,6 +368,12 @@ export class ProjectionRunner<Tx> {
     }
     if (last === undefined) this.#markStored();
     return true;
+  }
+
+  /** Milliseconds until the position passed over ignored events is due to be stored; Infinity when it is. */
+  #positionStoreDueIn(): number {
+    if (this.#stored >= this.#position) return Number.POSITIVE_INFINITY;
+    return this.#storedAt + POSITION_STORE_INTERVAL_MS - this.#clock.now();
   }
 
   #markStored(): void {
