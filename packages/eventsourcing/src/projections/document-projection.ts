@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { assertFunction, InvalidOptionsError, postgresTypes } from '@stratus/core';
 import { POSTGRES_SCHEMA_NAME, type SqliteDatabase } from '@stratus/messaging';
 import type { Pool, PoolClient } from 'pg';
@@ -243,6 +244,23 @@ function announcements(
   return payloads;
 }
 
+/** Texts prepared so far, by text: the name each is prepared under. */
+const preparedNames = new Map<string, string>();
+
+/**
+ * A statement prepared on each connection the first time it runs there (named after its text), so that it is parsed
+ * once and planned like any prepared statement rather than on every call: parsing and planning a batch's load and
+ * write cost more than running them.
+ */
+function prepared(text: string): { name: string; text: string } {
+  let name = preparedNames.get(text);
+  if (name === undefined) {
+    name = `stratus_doc_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    preparedNames.set(text, name);
+  }
+  return { name, text };
+}
+
 export function postgresDocumentProjection(
   definition: DocumentProjectionDefinition,
   options: PostgresDocumentProjectionOptions,
@@ -274,8 +292,10 @@ export function postgresDocumentProjection(
     async applyBatch(client, events, version) {
       const keys = declaredKeys(definition, events);
       const { rows } = await client.query<{ collection: string; id: string; doc: unknown }>({
-        text: `SELECT t.collection, t.id, t.doc FROM ${table(version)} t
-           JOIN unnest($1::text[], $2::text[]) AS k(collection, id) USING (collection, id)`,
+        ...prepared(
+          `SELECT t.collection, t.id, t.doc FROM ${table(version)} t
+             JOIN unnest($1::text[], $2::text[]) AS k(collection, id) USING (collection, id)`,
+        ),
         values: [keys.map((key) => key.collection), keys.map((key) => key.id)],
         types: postgresTypes,
       });
@@ -312,8 +332,8 @@ export function postgresDocumentProjection(
                   announcements(changes, docs, false),
                 ],
               };
-        await client.query(
-          `WITH upserted AS (
+        await client.query({
+          ...prepared(`WITH upserted AS (
              INSERT INTO ${table(version)} (collection, id, lookup, doc)
                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])
              ON CONFLICT (collection, id) DO UPDATE SET lookup = excluded.lookup, doc = excluded.doc
@@ -321,9 +341,9 @@ export function postgresDocumentProjection(
              DELETE FROM ${table(version)} t USING unnest($5::text[], $6::text[]) AS k(collection, id)
               WHERE t.collection = k.collection AND t.id = k.id
            )
-           ${announcing.text}`,
-          [...written, ...announcing.values],
-        );
+           ${announcing.text}`),
+          values: [...written, ...announcing.values],
+        });
       }
       notify(options, changes);
     },
@@ -400,7 +420,7 @@ export function postgresDocumentReader(
       const active = await version();
       if (active === undefined) return undefined;
       const { rows } = await pool.query<{ doc: T }>({
-        text: `SELECT doc FROM ${table(active)} WHERE collection = $1 AND id = $2`,
+        ...prepared(`SELECT doc FROM ${table(active)} WHERE collection = $1 AND id = $2`),
         values: [collection, id],
         types: postgresTypes,
       });
@@ -412,12 +432,14 @@ export function postgresDocumentReader(
       const { rows } =
         lookup === undefined
           ? await pool.query<{ doc: T }>({
-              text: `SELECT doc FROM ${table(active)} WHERE collection = $1 ORDER BY id`,
+              ...prepared(`SELECT doc FROM ${table(active)} WHERE collection = $1 ORDER BY id`),
               values: [collection],
               types: postgresTypes,
             })
           : await pool.query<{ doc: T }>({
-              text: `SELECT doc FROM ${table(active)} WHERE collection = $1 AND lookup = $2 ORDER BY id`,
+              ...prepared(
+                `SELECT doc FROM ${table(active)} WHERE collection = $1 AND lookup = $2 ORDER BY id`,
+              ),
               values: [collection, lookup],
               types: postgresTypes,
             });

@@ -32,7 +32,9 @@ interface ViewRow {
 /**
  * Views in PostgreSQL. Apply functions get the client of the commit's transaction (`tx.query(...)`) and may be
  * asynchronous. The commit first moves the registry row (locking it), so two runners can never interleave batches
- * of one view, and a runner that lost its lease finds no row to move and rolls back.
+ * of one view, and a runner that lost its lease finds no row to move and rolls back. A batch's statements run with
+ * generic plans (`plan_cache_mode = force_generic_plan` for its transaction): name them (prepared statements) and
+ * they are planned once per connection.
  */
 export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
   readonly kind = 'postgres';
@@ -72,8 +74,12 @@ export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
       if (first === undefined) await client.query('BEGIN');
       else {
         // A simple query of two statements answers one result each.
-        const results = (await client.query(`BEGIN; ${first(client)}`)) as unknown as QueryResult[];
-        firstRowCount = results[1]?.rowCount ?? 0;
+        // Generic plans for the batch: its statements are the same every batch, and planning them per call (which
+        // parameter arrays make the planner prefer) cost more than running them.
+        const results = (await client.query(
+          `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; ${first(client)}`,
+        )) as unknown as QueryResult[];
+        firstRowCount = results[2]?.rowCount ?? 0;
       }
       const result = await work(client, firstRowCount);
       await client.query(result === false ? 'ROLLBACK' : 'COMMIT');

@@ -54,6 +54,27 @@ describe('PostgresProjectionTarget', { skip: suite.skip }, () => {
     assert.throws(() => new PostgresProjectionTarget({ pool: newPool(), schema: 'Bad-Name' }), /schema/);
   });
 
+  it("runs a batch's statements with generic plans, for its transaction only", async () => {
+    // One connection: the batch's, asked again after it.
+    const pool = new pg.Pool({ connectionString: suite.url, max: 1 });
+    pools.push(pool);
+    const target = new PostgresProjectionTarget({ pool, schema: `pt_plans_${++schemas}` });
+    await target.prepare('plans', 1, () => {});
+    assert.equal(await target.acquireLease('plans', 1, 'me', 0, 60_000), true);
+    let inBatch: unknown;
+    const committed = await target.commit('plans', 1, 'me', 0, 5, 0, async (tx) => {
+      inBatch = (await tx.query('SHOW plan_cache_mode')).rows[0]?.plan_cache_mode;
+    });
+    assert.equal(committed, true);
+    assert.equal(inBatch, 'force_generic_plan');
+    const client = await pool.connect();
+    try {
+      assert.equal((await client.query('SHOW plan_cache_mode')).rows[0]?.plan_cache_mode, 'auto');
+    } finally {
+      client.release();
+    }
+  });
+
   it('runs an asynchronous projection over the PostgreSQL event store, blue/green', async () => {
     const schema = `pt_runner_${++schemas}`;
     const pool = newPool();
