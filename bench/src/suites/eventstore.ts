@@ -5,9 +5,11 @@
  * catch-up subscription throughput and projection lag at 1,000 events/s. Each Emmett row is compared with Stratus
  * on its backend. The runner (rounds, warm-up sizing, rotation, medians) is the messaging suite's.
  */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { CaseResult, PreparedSelfTimedSuite, SelfTimedOptions, SelfTimedSuite } from '../harness.js';
 import {
@@ -49,6 +51,9 @@ export function stratusCounterpart(impl: string): string | undefined {
   return implementation === undefined ? undefined : (implementation.versus ?? impl);
 }
 
+/** How long dropping a database waits for the connections other pools left to it to close. */
+const IDLE_CONNECTIONS_WAIT_MS = 15_000;
+
 /** Drops a database made for one measurement (its URL's path names it). */
 async function dropDatabase(url: string): Promise<void> {
   const admin = new URL(url);
@@ -58,6 +63,18 @@ async function dropDatabase(url: string): Promise<void> {
   client.on('error', () => {});
   await client.connect();
   try {
+    // A pool an implementation leaves open (Emmett's dumbo keeps its pools in a cache, without an error listener)
+    // takes the termination of its idle connections as an unhandled error, which ends the run: wait for pg's idle
+    // timeout (10 s) to close them first.
+    const deadline = Date.now() + IDLE_CONNECTIONS_WAIT_MS;
+    while (Date.now() < deadline) {
+      const { rows } = await client.query<{ sessions: number }>(
+        'SELECT count(*)::int AS sessions FROM pg_stat_activity WHERE datname = $1',
+        [name],
+      );
+      if (rows[0]?.sessions === 0) break;
+      await sleep(250);
+    }
     await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   } finally {
     await client.end();
