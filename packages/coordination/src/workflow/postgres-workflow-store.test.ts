@@ -3,12 +3,10 @@ import { after, describe, it } from 'node:test';
 import { postgresForSuite, suitePools, withHostilePgTypes } from '@stratus/testkit';
 import type pg from 'pg';
 import { PostgresWorkflowStore } from './postgres-workflow-store.js';
-import type { Submission } from './workflow-store.js';
-import { workflowStoreContract } from './workflow-store-contract.js';
+import { submission, T0, workflowStoreContract } from './workflow-store-contract.js';
 
 const suite = await postgresForSuite('coordination-workflows');
 let schemas = 0;
-const T0 = 1_750_000_000_000;
 
 describe('PostgresWorkflowStore', { skip: suite.skip }, () => {
   const pools = suitePools(suite.url);
@@ -24,14 +22,6 @@ describe('PostgresWorkflowStore', { skip: suite.skip }, () => {
   );
 
   it("reads the same workflows whatever pg's process-wide type parsers are", async () => {
-    const submission = (workflowId: string): Submission => ({
-      workflowId,
-      name: 'order',
-      version: 1,
-      input: JSON.stringify({ id: workflowId }),
-      now: T0,
-      first: { stepName: 'reserve', timeoutMs: 1_000, maxFailures: 3 },
-    });
     const claim = (store: PostgresWorkflowStore, now: number) =>
       store.claim({ schedulerId: 's', definitions: ['order@1'], limit: 5, now });
     const run = async () => {

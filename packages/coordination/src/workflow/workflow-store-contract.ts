@@ -14,10 +14,11 @@ import { WorkflowEngine } from './workflow-engine.js';
 import type { Submission, WorkflowStore } from './workflow-store.js';
 import { WorkflowSupervisor } from './workflow-supervisor.js';
 
-const T0 = 1_750_000_000_000;
+export const T0 = 1_750_000_000_000;
 const DEF = 'order@1';
 
-const submission = (workflowId: string, extra: Partial<Submission> = {}): Submission => ({
+/** A submission of workflow `workflowId` (order@1, first step 'reserve') at T0, with `extra` over it. */
+export const submission = (workflowId: string, extra: Partial<Submission> = {}): Submission => ({
   workflowId,
   name: 'order',
   version: 1,

@@ -35,6 +35,17 @@ async function appendDirectly(client: pg.PoolClient, schema: string, stream: str
   await client.query(`SELECT * FROM "${schema}".es_append($1::jsonb, $2)`, [JSON.stringify([request]), T0]);
 }
 
+/** Counts the readAll queries `pool` sends from now on. */
+function countReadAlls(pool: pg.Pool): { readonly reads: number } {
+  const counted = { reads: 0 };
+  const query = pool.query.bind(pool);
+  pool.query = ((config: { name?: string }, ...rest: unknown[]) => {
+    if (config?.name?.endsWith('_read_all')) counted.reads++;
+    return (query as (...args: unknown[]) => unknown)(config, ...rest);
+  }) as typeof pool.query;
+  return counted;
+}
+
 describe('PostgresEventStore', { skip: suite.skip }, () => {
   const url = suite.url as string;
   const pools: pg.Pool[] = [];
@@ -121,18 +132,13 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
   it('shares one query among reads of all events asked with the same bounds before it went out', async () => {
     const { store, pool } = open(`es_shared_reads_${++schemas}`);
     await store.append({ streamName: 's-1', expectedVersion: 'any', events: [event('A', 1)], now: T0 });
-    let reads = 0;
-    const query = pool.query.bind(pool);
-    pool.query = ((config: { name?: string }, ...rest: unknown[]) => {
-      if (config?.name?.endsWith('_read_all')) reads++;
-      return (query as (...args: unknown[]) => unknown)(config, ...rest);
-    }) as typeof pool.query;
+    const counted = countReadAlls(pool);
     const [first, second, other] = await Promise.all([
       store.readAll({ after: 0 }),
       store.readAll({ after: 0 }),
       store.readAll({ after: 0, maxCount: 10 }),
     ]);
-    assert.equal(reads, 2, 'the first two shared a query; other bounds have their own');
+    assert.equal(counted.reads, 2, 'the first two shared a query; other bounds have their own');
     assert.deepEqual(
       [first, second, other].map((events) => events.map((e) => e.type)),
       [['A'], ['A'], ['A']],
@@ -145,7 +151,7 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
       (await store.readAll({ after: 0 })).map((e) => e.type),
       ['A', 'B'],
     );
-    assert.equal(reads, 4);
+    assert.equal(counted.reads, 4);
   });
 
   it('answers a following read with what a read from the same position already on its way finds, if anything', async () => {
@@ -156,12 +162,7 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
       events: [event('A', 1), event('B', 2), event('C', 3)],
       now: T0,
     });
-    let reads = 0;
-    const query = pool.query.bind(pool);
-    pool.query = ((config: { name?: string }, ...rest: unknown[]) => {
-      if (config?.name?.endsWith('_read_all')) reads++;
-      return (query as (...args: unknown[]) => unknown)(config, ...rest);
-    }) as typeof pool.query;
+    const counted = countReadAlls(pool);
     const sentOne = () => new Promise((resolve) => setImmediate(resolve));
     const types = (events: readonly RecordedEvent[]) => events.map((e) => e.type);
     // Joined: one query, the follower's answer cut to its own maxCount.
@@ -170,12 +171,12 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
     const following = await store.readAll({ after: 0, maxCount: 2, following: true });
     assert.deepEqual(types(await plain), ['A', 'B', 'C']);
     assert.deepEqual(types(following), ['A', 'B']);
-    assert.equal(reads, 1);
+    assert.equal(counted.reads, 1);
     // Without `following`, or from another position, a read goes out on its own.
     const again = store.readAll({ after: 0 });
     await sentOne();
     await Promise.all([store.readAll({ after: 0 }), store.readAll({ after: 1, following: true }), again]);
-    assert.equal(reads, 4);
+    assert.equal(counted.reads, 4);
     // A read on its way that finds nothing does not answer a follower: it reads on its own (nothing is appended
     // meanwhile, so both find nothing; an append racing the first read could land before it).
     const head = await store.headPosition();
@@ -184,7 +185,7 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
     const follower = store.readAll({ after: head, following: true });
     assert.deepEqual(await empty, []);
     assert.deepEqual(await follower, []);
-    assert.equal(reads, 6, 'the follower read on its own');
+    assert.equal(counted.reads, 6, 'the follower read on its own');
     await store.append({ streamName: 'f-1', expectedVersion: 'any', events: [event('D', 4)], now: T0 });
     assert.deepEqual(types(await store.readAll({ after: head, following: true })), ['D']);
   });
