@@ -20,13 +20,18 @@ const event = (type: string, data: unknown): EventToStore => ({
 });
 
 /** One event appended to `stream` through es_append itself, in whatever transaction `client` has open. */
-async function appendDirectly(client: pg.PoolClient, schema: string, stream: string): Promise<void> {
+async function appendDirectly(
+  client: pg.PoolClient,
+  schema: string,
+  stream: string,
+  id = stream,
+): Promise<void> {
   const request = {
     s: stream,
     c: stream.split('-')[0],
     m: 1,
     e: 0,
-    i: [stream],
+    i: [id],
     t: ['S'],
     d: [{}],
     x: [{}],
@@ -95,6 +100,38 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
     assert.equal(outcomes[30]?.status, 'rejected');
     assert.equal(await store.streamVersion('taken-1'), 1);
     assert.equal((await store.listStreams({ category: 'group' })).length, 30);
+  });
+
+  it('recognises an append repeated while the first is still committing (ids are checked before the stream lock)', async () => {
+    const schema = `es_id_race_${++schemas}`;
+    const { store, pool } = open(schema);
+    await store.append({ streamName: 'race-1', expectedVersion: 'any', events: [event('A', 1)], now: T0 });
+    const first = await pool.connect();
+    try {
+      await first.query('BEGIN');
+      await appendDirectly(first, schema, 'race-1', 'race-id');
+      const again = store.append({
+        streamName: 'race-1',
+        expectedVersion: 'any',
+        events: [{ id: 'race-id', type: 'S', data: '{}', metadata: '{}', schemaVersion: 1 }],
+        now: T0,
+      });
+      // The repeat has checked the id (not committed yet) and now waits for the stream's row.
+      await waitUntil(async () => {
+        const { rows } = await pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+          [`%"${schema}".es_append%`],
+        );
+        return rows.length > 0;
+      }, 'the repeated append waits for the stream lock');
+      await first.query('COMMIT');
+      const result = await again;
+      assert.equal(result.written, false);
+      assert.equal(result.nextExpectedVersion, 2);
+      assert.equal(await store.streamVersion('race-1'), 2);
+    } finally {
+      first.release();
+    }
   });
 
   it("reads the same values whatever pg's process-wide type parsers are (Emmett's dumbo and many apps change them)", async () => {

@@ -88,6 +88,9 @@ function requestJson(request: AppendRequest): string {
   );
 }
 
+/** PostgreSQL's error code for a unique index refusing a row. */
+const UNIQUE_VIOLATION = '23505';
+
 /** A 31-bit lock key from a name (the two-key form of the advisory lock functions takes int4 keys). */
 function int4Key(name: string): number {
   return createHash('sha1').update(`stratus:${name}`).digest().readInt32BE(0);
@@ -298,7 +301,8 @@ export class PostgresEventStore implements EventStoreBackend {
 
   /**
    * One es_append call for the group. When it fails as a whole (a data error in one request, a race on an id),
-   * each request is tried alone so only the faulty one fails.
+   * each request is tried alone so only the faulty one fails. A race on an id (an append of the same id committed
+   * after es_append checked it) is tried again even alone: the id is then seen as stored, and reported as such.
    */
   async #appendTogether(requests: AppendRequest[]): Promise<(AppendRow | Error)[]> {
     const now = Math.max(...requests.map((r) => r.now));
@@ -307,7 +311,8 @@ export class PostgresEventStore implements EventStoreBackend {
     try {
       return await call(requests);
     } catch (error) {
-      if (requests.length === 1) return [error as Error];
+      if (requests.length === 1 && (error as { code?: unknown }).code !== UNIQUE_VIOLATION)
+        return [error as Error];
       return Promise.all(
         requests.map(async (request) => {
           try {

@@ -111,8 +111,65 @@ ${appendFunction(S, horizonKey, channel, 'CREATE FUNCTION', FIRST_DUPLICATE_CHEC
        RETURN QUERY SELECT * FROM ${S}.es_events e
          WHERE e.position > p_after AND e.position <= horizon ORDER BY e.position LIMIT p_max;
      END $$;`,
+    // 4: most requests append new ids to a stream that exists, or start one. Such a request now locks the stream's
+    // row and moves its version in one statement, and a single event is one inserted row rather than a join of the
+    // request's arrays: a third less server time per request (2,000 calls of 8 one-event requests, 380 ms against
+    // 590 for new streams, 470 against 710 for existing ones). Anything else goes the general way (FAST_PATH).
+    appendFunction(
+      S,
+      horizonKey,
+      channel,
+      'CREATE OR REPLACE FUNCTION',
+      INDEXED_DUPLICATE_CHECK(S),
+      FAST_PATH(S),
+    ),
   ];
 }
+
+/**
+ * Inside es_append's loop over requests, before the general path: when none of the request's ids is stored, the
+ * stream's row is updated (mode 1, any version; 0, an exact version; 3, the stream exists) or inserted (mode 2, no
+ * stream; 0 with version 0; 1 when there was no row) and the events written. Anything else (a version that does not
+ * match, an id already stored, a request with no events) goes the general way. The ids are checked before the row
+ * lock is taken: an append of the same id that commits in between makes the insert fail on the unique index, and the
+ * store then retries each request of the call on its own, which reports the id as stored.
+ */
+const FAST_PATH = (S: string) => `         v := NULL;
+         IF n = 1 THEN
+           fresh := NOT EXISTS (SELECT 1 FROM ${S}.es_events e WHERE e.id = r->'i'->>0);
+         ELSIF n > 1 THEN
+           fresh := NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(r->'i') AS x(id)
+                      JOIN LATERAL (SELECT 1 FROM ${S}.es_events e WHERE e.id = x.id LIMIT 1) taken ON true);
+         ELSE
+           fresh := false;
+         END IF;
+         IF fresh AND mode IN (0, 1, 3) AND NOT (mode = 0 AND expected = 0) THEN
+           UPDATE ${S}.es_streams s SET version = s.version + n, updated_at = p_now
+            WHERE s.name = r->>'s' AND (mode <> 0 OR s.version = expected)
+           RETURNING s.version - n INTO v;
+         END IF;
+         IF fresh AND v IS NULL AND (mode IN (1, 2) OR (mode = 0 AND expected = 0)) THEN
+           INSERT INTO ${S}.es_streams (name, category, version, created_at, updated_at)
+           VALUES (r->>'s', r->>'c', n, p_now, p_now) ON CONFLICT (name) DO NOTHING
+           RETURNING 0 INTO v;
+         END IF;
+         IF v IS NOT NULL THEN
+           IF n = 1 THEN
+             INSERT INTO ${S}.es_events
+               (position, stream_name, version, id, type, data, metadata, schema_version, recorded_at)
+             VALUES (nextval('${S}.es_positions'), r->>'s', v + 1, r->'i'->>0, r->'t'->>0, r->'d'->0, r->'x'->0,
+                     (r->'v'->>0)::int, p_now)
+             RETURNING position INTO first_pos;
+             last_pos := first_pos;
+           ELSE
+             WITH inserted AS (${INSERT_EVENTS(S)})
+             SELECT min(position), max(position) INTO first_pos, last_pos FROM inserted;
+           END IF;
+           outcome := 0; version := v + n; first_position := first_pos; last_position := last_pos;
+           RETURN NEXT;
+           CONTINUE;
+         END IF;
+`;
 
 const FIRST_DUPLICATE_CHECK = (S: string) => `           IF EXISTS (SELECT 1 FROM ${S}.es_events e
                       WHERE e.id IN (SELECT jsonb_array_elements_text(r->'i'))) THEN`;
@@ -123,13 +180,32 @@ const INDEXED_DUPLICATE_CHECK = (
 ) => `           IF EXISTS (SELECT 1 FROM jsonb_array_elements_text(r->'i') AS x(id)
                       JOIN LATERAL (SELECT 1 FROM ${S}.es_events e WHERE e.id = x.id LIMIT 1) taken ON true) THEN`;
 
-/** The es_append function (see its comment) with a given duplicate-id check. */
+/** The events of request r, versions from v + 1; volatile expressions run after ORDER BY, so positions follow k. */
+const INSERT_EVENTS = (S: string) => `
+             INSERT INTO ${S}.es_events
+               (position, stream_name, version, id, type, data, metadata, schema_version, recorded_at)
+             SELECT nextval('${S}.es_positions'), r->>'s', v + k, id, type, data, metadata, sv, p_now
+             FROM (
+               SELECT k, id, t.type, d.data, x.metadata, sv.sv
+               FROM jsonb_array_elements_text(r->'i') WITH ORDINALITY AS i(id, k)
+               JOIN jsonb_array_elements_text(r->'t') WITH ORDINALITY AS t(type, k2) ON k2 = k
+               JOIN jsonb_array_elements(r->'d') WITH ORDINALITY AS d(data, k3) ON k3 = k
+               JOIN jsonb_array_elements(r->'x') WITH ORDINALITY AS x(metadata, k4) ON k4 = k
+               JOIN LATERAL (SELECT (r->'v'->>(k::int - 1))::int AS sv) sv ON true
+               ORDER BY k
+             ) rows
+             ORDER BY k
+             RETURNING position
+           `;
+
+/** The es_append function (see its comment) with a given duplicate-id check, and optionally a fast path. */
 function appendFunction(
   S: string,
   horizonKey: number,
   channel: string,
   create: 'CREATE FUNCTION' | 'CREATE OR REPLACE FUNCTION',
   duplicateCheck: string,
+  fastPath = '',
 ): string {
   return `     -- Appends a group of requests in one transaction. p_requests: [{s: stream, c: category, m: mode
      -- (0 exact, 1 any, 2 no stream, 3 stream exists), e: expected version, i: ids, t: types, d: data,
@@ -147,13 +223,13 @@ function appendFunction(
        expected bigint;
        first_pos bigint;
        last_pos bigint;
-     BEGIN
+${fastPath === '' ? '' : '       fresh boolean;\n'}     BEGIN
        PERFORM pg_advisory_xact_lock(${horizonKey}, pg_backend_pid());
        FOR r IN SELECT value FROM jsonb_array_elements(p_requests) LOOP
          n := jsonb_array_length(r->'i');
          mode := (r->>'m')::int;
          expected := (r->>'e')::bigint;
-         LOOP
+${fastPath}         LOOP
            SELECT s.version INTO v FROM ${S}.es_streams s WHERE s.name = r->>'s' FOR UPDATE;
            found_row := FOUND;
            IF NOT found_row THEN v := 0; END IF;
@@ -181,22 +257,7 @@ ${duplicateCheck}
              CONTINUE WHEN NOT FOUND;
            END IF;
            -- Volatile expressions are evaluated after ORDER BY, so positions follow the events' order.
-           WITH inserted AS (
-             INSERT INTO ${S}.es_events
-               (position, stream_name, version, id, type, data, metadata, schema_version, recorded_at)
-             SELECT nextval('${S}.es_positions'), r->>'s', v + k, id, type, data, metadata, sv, p_now
-             FROM (
-               SELECT k, id, t.type, d.data, x.metadata, sv.sv
-               FROM jsonb_array_elements_text(r->'i') WITH ORDINALITY AS i(id, k)
-               JOIN jsonb_array_elements_text(r->'t') WITH ORDINALITY AS t(type, k2) ON k2 = k
-               JOIN jsonb_array_elements(r->'d') WITH ORDINALITY AS d(data, k3) ON k3 = k
-               JOIN jsonb_array_elements(r->'x') WITH ORDINALITY AS x(metadata, k4) ON k4 = k
-               JOIN LATERAL (SELECT (r->'v'->>(k::int - 1))::int AS sv) sv ON true
-               ORDER BY k
-             ) rows
-             ORDER BY k
-             RETURNING position
-           )
+           WITH inserted AS (${INSERT_EVENTS(S)})
            SELECT min(position), max(position) INTO first_pos, last_pos FROM inserted;
            outcome := 0; version := v + n; first_position := first_pos; last_position := last_pos;
            RETURN NEXT;
