@@ -5,6 +5,7 @@ export * from './deadline.js';
 export * from './errors.js';
 export * from './events.js';
 export * from './ids.js';
+export * from './lanes.js';
 export * from './postgres-ddl.js';
 export * from './postgres-types.js';
 export * from './validate.js';

@@ -6,7 +6,12 @@ import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
 import { remainingSeats } from '../domain/seats-availability.js';
-import { createRepositories, integrationHandler, registerCommandHandlers } from './services.js';
+import {
+  createRepositories,
+  integrationHandler,
+  integrationLane,
+  registerCommandHandlers,
+} from './services.js';
 
 describe('availability commands', () => {
   async function seatsWorker() {
@@ -133,5 +138,26 @@ describe('the OrderConfirmed reaction', () => {
     await react(oldEvent);
     assert.ok(orderReads.length > 0, 'the seats came from the order');
     assert.equal((await repositories.seatAssignments.load(old)).version, 1);
+  });
+});
+
+describe('the integration lanes', () => {
+  const recorded = (type: string, data: object): RecordedEvent =>
+    ({ type, data, id: uuidv7(), streamName: 's', streamVersion: 1, globalPosition: 1 }) as RecordedEvent;
+
+  it("keeps a conference's seat changes in one lane, gives each confirmed order its own, and none to other events", () => {
+    const [conference, other, order] = [uuidv7(), uuidv7(), uuidv7()];
+    const seatLanes = ['SeatCreated', 'SeatUpdated', 'SeatDeleted'].map((type) =>
+      integrationLane(recorded(type, { conferenceId: conference, seatTypeId: uuidv7() })),
+    );
+    assert.equal(new Set(seatLanes).size, 1);
+    assert.notEqual(integrationLane(recorded('SeatCreated', { conferenceId: other })), seatLanes[0]);
+    const orderLane = integrationLane(recorded('OrderConfirmed', { orderId: order }));
+    assert.ok(orderLane !== undefined && !seatLanes.includes(orderLane));
+    assert.notEqual(integrationLane(recorded('OrderConfirmed', { orderId: uuidv7() })), orderLane);
+    assert.equal(
+      integrationLane(recorded('OrderPlaced', { orderId: order, conferenceId: conference })),
+      undefined,
+    );
   });
 });

@@ -375,7 +375,23 @@ export interface IntegrationDependencies {
   send<Type extends CommandType>(type: Type, data: CommandData[Type], id: string): Promise<unknown>;
 }
 
-export const INTEGRATION_EVENTS = ['SeatCreated', 'SeatUpdated', 'SeatDeleted', 'OrderConfirmed'] as const;
+/**
+ * The lane of an event the integration handler reacts to (undefined for any other): a conference's seat changes go
+ * in the order they happened, each confirmed order on its own.
+ */
+export function integrationLane(recorded: RecordedEvent): string | undefined {
+  const event = recorded as unknown as ConferenceEvent | OrderEvent;
+  switch (event.type) {
+    case 'SeatCreated':
+    case 'SeatUpdated':
+    case 'SeatDeleted':
+      return `conference:${event.data.conferenceId}`;
+    case 'OrderConfirmed':
+      return `order:${event.data.orderId}`;
+    default:
+      return undefined;
+  }
+}
 
 /**
  * Seat quotas set by the owner become seats in the availability aggregate (the Journey's ConferenceViewModelGenerator

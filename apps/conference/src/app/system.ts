@@ -7,7 +7,7 @@
  */
 
 import { LeaderElection } from '@stratus/coordination';
-import { type Clock, systemClock } from '@stratus/core';
+import { type Clock, runInLanes, systemClock } from '@stratus/core';
 import {
   CommandBus,
   ProcessManager,
@@ -37,8 +37,8 @@ import { documentQueries, type Queries } from './queries.js';
 import {
   ConferenceManagement,
   createRepositories,
-  INTEGRATION_EVENTS,
   integrationHandler,
+  integrationLane,
   registerCommandHandlers,
 } from './services.js';
 import { DocumentWaits } from './waiting.js';
@@ -54,6 +54,10 @@ const WEB_COMMANDS: readonly CommandType[] = [
   'AssignSeat',
   'UnassignSeat',
 ];
+
+/** Processes (and confirmed orders) the event subscriptions handle at once, each one's events in order. */
+const SUBSCRIPTION_CONCURRENCY = 128;
+const SUBSCRIPTION_BATCH = 2000;
 
 const COMMAND_QUEUE = 'commands';
 const SEATS_QUEUE = 'seats';
@@ -210,7 +214,6 @@ export async function startConferenceSystem(
       repositories,
       send: (type, data, id) => queuedBus.send(type, data, { id }),
     });
-    const reactionTypes = new Set<string>(INTEGRATION_EVENTS);
     consumers.push(
       workerBus.consume(COMMAND_QUEUE, { concurrency: 16 }),
       // A busy conference's availability commands run in batches: each completes as the next one starts.
@@ -230,14 +233,24 @@ export async function startConferenceSystem(
         router.subscribe(store, {
           name: 'registration-process',
           checkpointEveryMs: 1000,
+          batchSize: SUBSCRIPTION_BATCH,
           appendDelayMs: APPEND_DELAY_MS,
-          concurrency: 32,
+          concurrency: SUBSCRIPTION_CONCURRENCY,
         }),
         store.subscribe({
           name: 'integration',
           checkpointEveryMs: 1000,
+          batchSize: SUBSCRIPTION_BATCH,
           appendDelayMs: APPEND_DELAY_MS,
-          handler: (event: RecordedEvent) => (reactionTypes.has(event.type) ? react(event) : undefined),
+          // A round trip per confirmed order would bound them all: different orders go at once (integrationLane).
+          handleBatch: (events: readonly RecordedEvent[]) =>
+            runInLanes(
+              events.flatMap((event) => {
+                const lane = integrationLane(event);
+                return lane === undefined ? [] : [{ lane, run: () => react(event) }];
+              }),
+              SUBSCRIPTION_CONCURRENCY,
+            ),
         }),
       ];
       await new Promise<void>((resolve) => {

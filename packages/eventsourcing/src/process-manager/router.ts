@@ -1,4 +1,4 @@
-import { assertCount, InvalidOptionsError } from '@stratus/core';
+import { assertCount, InvalidOptionsError, type LaneWork, runInLanes } from '@stratus/core';
 import type { Consumer, ConsumerOptions, Messaging } from '@stratus/messaging';
 import type { RecordedEvent } from '../backend.js';
 import type { EventStore } from '../event-store.js';
@@ -74,30 +74,17 @@ export class ProcessRouter {
   }
 
   /** Routes a batch: each process's events in order, up to `concurrency` processes at a time. */
-  async #routeConcurrently(events: readonly RecordedEvent[], concurrency: number): Promise<void> {
-    const lanes = new Map<string, { manager: AnyProcessManager; events: RecordedEvent[] }>();
+  #routeConcurrently(events: readonly RecordedEvent[], concurrency: number): Promise<void> {
+    const work: LaneWork[] = [];
     for (const event of events) {
       for (const manager of this.#managers.values()) {
         const processId = manager.definition.correlate(event);
-        if (processId === undefined) continue;
-        const key = `${manager.name}\u0000${processId}`;
-        const lane = lanes.get(key) ?? { manager, events: [] };
-        lanes.set(key, lane);
-        lane.events.push(event);
+        if (processId !== undefined)
+          work.push({ lane: `${manager.name}\u0000${processId}`, run: () => manager.handle(event) });
       }
     }
-    const queue = [...lanes.values()];
-    const worker = async () => {
-      for (let lane = queue.shift(); lane !== undefined; lane = queue.shift()) {
-        for (const event of lane.events) await lane.manager.handle(event);
-      }
-    };
     // Every lane is tried before the batch fails: the subscription retries it, and handled events are duplicates then.
-    const results = await Promise.allSettled(
-      Array.from({ length: Math.min(concurrency, queue.length) }, worker),
-    );
-    const failed = results.find((result) => result.status === 'rejected');
-    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+    return runInLanes(work, concurrency);
   }
 
   /** Routes the events arriving on a queue (bodies are recorded events, as EventPublisher sends them). */
