@@ -56,8 +56,8 @@ const WEB_COMMANDS: readonly CommandType[] = [
 ];
 
 /** Processes (and confirmed orders) the event subscriptions handle at once, each one's events in order. */
-const SUBSCRIPTION_CONCURRENCY = 128;
-const SUBSCRIPTION_BATCH = 2000;
+const SUBSCRIPTION_CONCURRENCY = 256;
+const SUBSCRIPTION_BATCH = 4000;
 
 const COMMAND_QUEUE = 'commands';
 const SEATS_QUEUE = 'seats';
