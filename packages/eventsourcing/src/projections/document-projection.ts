@@ -291,10 +291,13 @@ export function postgresDocumentProjection(
     },
     async applyBatch(client, events, version) {
       const keys = declaredKeys(definition, events);
+      // One index probe per key: the statement keeps one generic plan per connection (see prepared), and a join
+      // planned while the table was empty would scan all of it for every batch once it is not.
       const { rows } = await client.query<{ collection: string; id: string; doc: unknown }>({
         ...prepared(
-          `SELECT t.collection, t.id, t.doc FROM ${table(version)} t
-             JOIN unnest($1::text[], $2::text[]) AS k(collection, id) USING (collection, id)`,
+          `SELECT t.collection, t.id, t.doc FROM unnest($1::text[], $2::text[]) AS k(collection, id)
+             JOIN LATERAL (SELECT * FROM ${table(version)} d
+                            WHERE d.collection = k.collection AND d.id = k.id LIMIT 1) t ON true`,
         ),
         values: [keys.map((key) => key.collection), keys.map((key) => key.id)],
         types: postgresTypes,
@@ -312,18 +315,24 @@ export function postgresDocumentProjection(
           puts.map((change) => change.key.id),
           puts.map((change) => change.lookup),
           docs.filter((doc) => doc !== undefined),
-          deletes.map((change) => change.key.collection),
-          deletes.map((change) => change.key.id),
         ];
-        // One round trip: the writes run as data-modifying parts of the announcing statement. Contents are announced
+        // Rare (a view deleting documents), and planned on each call: a generic plan, kept per connection, would be
+        // the one made when the table was small (a scan of all of it).
+        if (deletes.length > 0)
+          await client.query(
+            `DELETE FROM ${table(version)} t USING unnest($1::text[], $2::text[]) AS k(collection, id)
+              WHERE t.collection = k.collection AND t.id = k.id`,
+            [deletes.map((change) => change.key.collection), deletes.map((change) => change.key.id)],
+          );
+        // One round trip: the upserts run as a data-modifying part of the announcing statement. Contents are announced
         // only by the version serving reads, as this transaction sees it (its commit locked the row).
         const announcing =
           notifyChannel === undefined
             ? { text: 'SELECT 1', values: [] }
             : {
-                text: `SELECT pg_notify($7, p) FROM unnest(
-                   CASE WHEN (SELECT status FROM "${registrySchema}".es_views WHERE name = $8 AND version = $9)
-                     = 'active' THEN $10::text[] ELSE $11::text[] END) AS p`,
+                text: `SELECT pg_notify($5, p) FROM unnest(
+                   CASE WHEN (SELECT status FROM "${registrySchema}".es_views WHERE name = $6 AND version = $7)
+                     = 'active' THEN $8::text[] ELSE $9::text[] END) AS p`,
                 values: [
                   notifyChannel,
                   definition.name,
@@ -337,9 +346,6 @@ export function postgresDocumentProjection(
              INSERT INTO ${table(version)} (collection, id, lookup, doc)
                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])
              ON CONFLICT (collection, id) DO UPDATE SET lookup = excluded.lookup, doc = excluded.doc
-           ), deleted AS (
-             DELETE FROM ${table(version)} t USING unnest($5::text[], $6::text[]) AS k(collection, id)
-              WHERE t.collection = k.collection AND t.id = k.id
            )
            ${announcing.text}`),
           values: [...written, ...announcing.values],
