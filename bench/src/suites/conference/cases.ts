@@ -23,7 +23,7 @@ export interface ConferenceScale {
 const polls = { windowPollMs: 20, reserveWaitSeconds: 10 };
 
 export const fullScale: ConferenceScale = {
-  rates: [25, 50, 75, 100, 150, 200, 250, 300, 350, 400, 450, 500, 600, 800, 1000],
+  rates: [25, 50, 100, 200, 300, 350, 400, 450, 500, 600, 800, 1000],
   durationMs: 20_000,
   drainMs: 10_000,
   warmup: { rate: 25, durationMs: 5_000 },
