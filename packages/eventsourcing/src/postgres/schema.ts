@@ -138,8 +138,7 @@ const FAST_PATH = (S: string) => `         v := NULL;
          IF n = 1 THEN
            fresh := NOT EXISTS (SELECT 1 FROM ${S}.es_events e WHERE e.id = r->'i'->>0);
          ELSIF n > 1 THEN
-           fresh := NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(r->'i') AS x(id)
-                      JOIN LATERAL (SELECT 1 FROM ${S}.es_events e WHERE e.id = x.id LIMIT 1) taken ON true);
+           fresh := NOT ${IDS_TAKEN(S)};
          ELSE
            fresh := false;
          END IF;
@@ -175,10 +174,9 @@ const FIRST_DUPLICATE_CHECK = (S: string) => `           IF EXISTS (SELECT 1 FRO
                       WHERE e.id IN (SELECT jsonb_array_elements_text(r->'i'))) THEN`;
 
 /** LIMIT keeps the lookup from being flattened into a join, whose plan could be a sequential scan. */
-const INDEXED_DUPLICATE_CHECK = (
-  S: string,
-) => `           IF EXISTS (SELECT 1 FROM jsonb_array_elements_text(r->'i') AS x(id)
-                      JOIN LATERAL (SELECT 1 FROM ${S}.es_events e WHERE e.id = x.id LIMIT 1) taken ON true) THEN`;
+const IDS_TAKEN = (S: string) => `EXISTS (SELECT 1 FROM jsonb_array_elements_text(r->'i') AS x(id)
+                      JOIN LATERAL (SELECT 1 FROM ${S}.es_events e WHERE e.id = x.id LIMIT 1) taken ON true)`;
+const INDEXED_DUPLICATE_CHECK = (S: string) => `           IF ${IDS_TAKEN(S)} THEN`;
 
 /** The events of request r, versions from v + 1; volatile expressions run after ORDER BY, so positions follow k. */
 const INSERT_EVENTS = (S: string) => `
