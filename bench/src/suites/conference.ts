@@ -34,10 +34,15 @@ const WEB_PROCESSES = 2;
 const WORKER_PROCESSES = 2;
 /** Connections per web port the generator may open (requests beyond them queue in the client, and count). */
 const SOCKETS_PER_PORT = 512;
-/** The issue's target on this 2-core box. */
+/** The issue's target for the embedded default on a 2-core box. */
 const TARGET_ORDERS_PER_SEC = 300;
+/**
+ * The scaled-out setup's target, "no worse per core": the embedded target per core of the box it was set for. A
+ * fixed bar, so a faster embedded default does not move it; the ratio to the embedded default's own rate per core is
+ * printed beside it.
+ */
+const TARGET_PER_CORE = TARGET_ORDERS_PER_SEC / 2;
 
-/** The row each row is compared with: scaled rows against the embedded row of the same case. */
 /** SCAN + UNLINK every key starting with `prefix`. */
 async function deleteKeysWithPrefix(client: Redis, prefix: string): Promise<void> {
   const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
@@ -347,8 +352,12 @@ function resultsOf(runs: readonly DeploymentRun[], skipped: string[]): CaseResul
     if (best === undefined) continue;
     const embedded = sustained.get('embedded');
     const versus =
-      run.impl === 'scaled' && embedded !== undefined
-        ? `; target: no worse per core than embedded: ${best.rate >= embedded.rate ? 'met' : 'MISSED'}`
+      run.impl === 'scaled'
+        ? `; target ≥ ${TARGET_PER_CORE}/s per core (the embedded target's per core) with window p99 ≤ 1 s: ` +
+          (best.rate / n >= TARGET_PER_CORE ? 'met' : 'MISSED') +
+          (embedded === undefined
+            ? ''
+            : `; ${(best.rate / embedded.rate).toFixed(2)} × the embedded default's own sustained rate per core`)
         : '';
     results.push({
       case: 'sustained-per-core',
@@ -414,7 +423,7 @@ function settingsOf(
     },
     targets: {
       embedded: `≥ ${TARGET_ORDERS_PER_SEC} orders/s sustained with the window p99 ≤ 1 s`,
-      scaled: 'no worse per core than embedded',
+      scaled: `no worse per core: ≥ ${TARGET_PER_CORE} orders/s per core of the machine (${TARGET_ORDERS_PER_SEC}/s on the 2-core box the target was set for) with the window p99 ≤ 1 s`,
       reference:
         "the Journey's V2 on medium Azure instances: window < 5 s only below 5 orders/s, missed at 8–10 orders/s",
     },

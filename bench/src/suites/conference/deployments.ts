@@ -5,7 +5,7 @@
  * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,15 +84,19 @@ export class AppProcess {
       // A log line per request would be measured too; warnings and errors still go to stdout.
       LOG_LEVEL: 'warn',
     });
-    // stdout carries the app's log (pino, warn level here): discarded, not parsed.
-    // STRATUS_BENCH_APP_NODE_ARGS adds flags to every app process (e.g. `--cpu-prof --cpu-prof-dir=prof`).
+    // stdout carries the app's log (pino, warn level here): discarded, or kept in STRATUS_BENCH_APP_LOG_DIR (an
+    // existing directory) as <role>-<port>.log. STRATUS_BENCH_APP_NODE_ARGS adds flags to every app process (e.g.
+    // `--cpu-prof --cpu-prof-dir=prof`).
     const extra = process.env.STRATUS_BENCH_APP_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
     const args = [...extra, '--conditions=stratus-source', '--import', tsxLoader(), MAIN];
+    const logDir = process.env.STRATUS_BENCH_APP_LOG_DIR;
+    const stdout = logDir ? openSync(join(logDir, `${role}-${port}.log`), 'a') : 'ignore';
     this.#child = spawn(process.execPath, args, {
       cwd: REPO_ROOT,
       env: childEnv,
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', stdout, 'pipe'],
     });
+    if (typeof stdout === 'number') closeSync(stdout);
     killAllOnExit();
     live.add(this.#child);
     const lifetime = setTimeout(() => this.#child.kill('SIGKILL'), LIFETIME_MS);
