@@ -155,7 +155,7 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
       const cache = cacheAside({
         store,
         local: false,
-        breaker: { trip: { kind: 'consecutive-failures', failures: 3 }, openMs: 200 },
+        breaker: { trip: { kind: 'consecutive-failures', failures: 3 }, openMs: 60_000 },
       });
       const events: CacheEvent[] = [];
       cache.events.on((e) => events.push(e));
