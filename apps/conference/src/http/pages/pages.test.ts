@@ -442,6 +442,12 @@ describe('public site', () => {
       conferenceId: view.id,
       seats: [{ seatTypeId: seat, quantity: 2 }],
     });
+    // The first order holds its 2 seats before the second asks, so the second is the one left with 1.
+    const held = await system.waitFor(async () => {
+      const order = await system.queries.order(first);
+      return order?.status === 'reserved' ? order : undefined;
+    }, 10_000);
+    assert.ok(held, 'the first order is reserved');
     await system.commands.send('RegisterToConference', {
       orderId: second,
       conferenceId: view.id,
