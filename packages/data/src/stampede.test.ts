@@ -82,7 +82,8 @@ describe('cross-process stampede through Redis', { skip: suite.skip }, () => {
 
   it('the other process gets the value after the lock lapses when the loading process is SIGKILLed', async () => {
     const keyPrefix = `${suite.keyPrefix}killed-${randomId(4)}:`;
-    const lockTtlMs = 1_000;
+    // The survivor must find the lock held: a loader stalled for a third of this would let it lapse early.
+    const lockTtlMs = 3_000;
     const doomed = start('doomed', keyPrefix, lockTtlMs);
     const survivor = start('survivor', keyPrefix, lockTtlMs);
     await Promise.all([doomed, survivor].map((c) => c.nextMessage(isType('ready'), WAIT_MS)));
