@@ -4,14 +4,16 @@
  * write after a newer holder did. The check runs inside the caller's own transaction, with the write it guards:
  * both commit, or neither.
  */
-import { assertInteger, InvalidOptionsError, type PostgresTypeParsers, postgresTypes } from '@stratus/core';
+import { assertInteger, InvalidOptionsError } from '@stratus/core';
 import {
   assertSqliteDatabase,
   migrateSqlite,
   PostgresComponent,
   type PostgresComponentOptions,
+  type PostgresTypeParsers,
+  postgresTypes,
   type SqliteDatabase,
-} from '@stratus/messaging';
+} from '@stratus/sql';
 import type { Pool } from 'pg';
 import { StaleFencingTokenError } from './errors.js';
 

@@ -6,7 +6,5 @@ export * from './errors.js';
 export * from './events.js';
 export * from './ids.js';
 export * from './lanes.js';
-export * from './postgres-ddl.js';
-export * from './postgres-types.js';
 export * from './validate.js';
 export * from './worker-thread.js';

@@ -8,6 +8,7 @@ import {
   type TimerHandle,
 } from '@stratus/core';
 import { type RetryPolicy, retry } from '@stratus/resilience';
+import { GroupCommit } from '@stratus/sql';
 import {
   completeAndReceive,
   type DeadLetter,
@@ -34,7 +35,6 @@ import {
   UnknownQueueError,
 } from './errors.js';
 import type { ConsumerEvent, MessageDeadLetteredEvent } from './events.js';
-import { GroupCommit } from './group-commit.js';
 import {
   assertQueueName,
   assertTopicName,

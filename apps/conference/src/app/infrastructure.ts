@@ -25,12 +25,11 @@ import {
 import {
   type MessageBackend,
   Messaging,
-  NotificationListener,
-  openSqlite,
   PostgresMessageBackend,
   RedisMessageBackend,
   SqliteMessageBackend,
 } from '@stratus/messaging';
+import { NotificationListener, openSqlite } from '@stratus/sql';
 import pg from 'pg';
 import type { ConferenceConfig } from './config.js';
 

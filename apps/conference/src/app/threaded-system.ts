@@ -8,7 +8,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { startWorkerThread } from '@stratus/core';
-import { sqliteThreadLock } from '@stratus/messaging';
+import { sqliteThreadLock } from '@stratus/sql';
 import type { ConferenceConfig } from './config.js';
 import type { ViewChange } from './infrastructure.js';
 import { type BackgroundStats, type ConferenceSystem, startConferenceSystem } from './system.js';

@@ -6,7 +6,7 @@ import {
   type RecordedEvent,
   sqliteDocumentProjection,
 } from '@stratus/eventsourcing';
-import { openSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { openSqlite, type SqliteDatabase } from '@stratus/sql';
 import type { RegistrationEvent } from '../domain/contracts.js';
 import {
   CONFERENCE,

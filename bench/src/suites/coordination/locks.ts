@@ -12,7 +12,7 @@ import {
   SqliteLeaseStore,
 } from '@stratus/coordination';
 import { constantBackoff } from '@stratus/core';
-import { openSqlite } from '@stratus/messaging';
+import { openSqlite } from '@stratus/sql';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { Mutex } from 'redis-semaphore';

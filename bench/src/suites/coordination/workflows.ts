@@ -9,7 +9,7 @@ import {
   SqliteWorkflowStore,
   WorkflowEngine,
 } from '@stratus/coordination';
-import { openSqlite } from '@stratus/messaging';
+import { openSqlite } from '@stratus/sql';
 import pg from 'pg';
 
 export interface WorkflowImplementation {

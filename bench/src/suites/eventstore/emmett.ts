@@ -7,7 +7,7 @@
 import type { ReadEvent } from '@event-driven-io/emmett';
 import { getPostgreSQLEventStore, type PostgresEventStore } from '@event-driven-io/emmett-postgresql';
 import { getSQLiteEventStore, type SQLiteEventStore } from '@event-driven-io/emmett-sqlite';
-import { openSqlite } from '@stratus/messaging';
+import { openSqlite } from '@stratus/sql';
 import {
   type BackendKind,
   type BenchEvent,

@@ -5,7 +5,7 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openSqlite } from '@stratus/messaging';
+import { openSqlite } from '@stratus/sql';
 import pg from 'pg';
 import { BATCH } from './cases.js';
 import { benchEvent } from './store.js';

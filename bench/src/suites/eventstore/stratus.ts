@@ -15,7 +15,7 @@ import {
   SqliteEventStore,
   SqliteProjectionTarget,
 } from '@stratus/eventsourcing';
-import type { SqliteDatabase } from '@stratus/messaging';
+import type { SqliteDatabase } from '@stratus/sql';
 import pg, { type PoolClient } from 'pg';
 import {
   type BackendKind,

@@ -1,5 +1,4 @@
-import { postgresTypes } from '@stratus/core';
-import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
+import { PostgresComponent, type PostgresComponentOptions, postgresTypes } from '@stratus/sql';
 import type { Pool } from 'pg';
 import {
   checkListQuery,

@@ -1,4 +1,4 @@
-import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/sql';
 import {
   checkListQuery,
   checkSagaId,

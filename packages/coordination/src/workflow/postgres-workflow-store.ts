@@ -1,9 +1,14 @@
-import { postgresTypes, type Unsubscribe } from '@stratus/core';
-import { NotificationListener, PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
+import type { Unsubscribe } from '@stratus/core';
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 
 type ClaimRow = Parameters<typeof stateFromRow>[0] & { input: string };
 
+import {
+  NotificationListener,
+  PostgresComponent,
+  type PostgresComponentOptions,
+  postgresTypes,
+} from '@stratus/sql';
 import { recoveryCandidate } from './memory-workflow-store.js';
 import { runFromRow, stateFromRow } from './sqlite-workflow-store.js';
 import {

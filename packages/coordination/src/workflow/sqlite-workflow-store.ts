@@ -1,5 +1,5 @@
 import { InvalidOptionsError, type Unsubscribe } from '@stratus/core';
-import { fileKey, migrateSqlite, type SqliteDatabase, WatchHub } from '@stratus/messaging';
+import { fileKey, migrateSqlite, type SqliteDatabase, WatchHub } from '@stratus/sql';
 import { recoveryCandidate } from './memory-workflow-store.js';
 import {
   type ClaimedStep,

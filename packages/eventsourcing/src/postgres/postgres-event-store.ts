@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
+import { assertInteger, assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
 import {
-  assertInteger,
-  assertObject,
-  InvalidOptionsError,
+  assertSchemaName,
+  GroupCommit,
+  migratePostgres,
+  NotificationListener,
   postgresTypes,
-  type Unsubscribe,
-} from '@stratus/core';
-import { GroupCommit, migratePostgres, NotificationListener, POSTGRES_SCHEMA_NAME } from '@stratus/messaging';
+} from '@stratus/sql';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { repeatedAppend, type StoredPlace } from '../append-rules.js';
 import {
@@ -130,12 +130,7 @@ export class PostgresEventStore implements EventStoreBackend {
       throw new InvalidOptionsError('connectionString', 'expected a string');
     }
     assertInteger('poolSize', poolSize, 1);
-    if (typeof schema !== 'string' || !POSTGRES_SCHEMA_NAME.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        `expected a lower-case SQL identifier, got ${JSON.stringify(schema)}`,
-      );
-    }
+    assertSchemaName('schema', schema);
     this.#ownPool =
       pool === undefined ? { connectionString: connectionString as string, max: poolSize } : undefined;
     this.#pool = pool;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { openSqlite } from '@stratus/messaging';
+import { openSqlite } from '@stratus/sql';
 import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import type { RecordedEvent } from '../backend.js';

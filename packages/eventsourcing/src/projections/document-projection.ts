@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { assertFunction, InvalidOptionsError, postgresTypes } from '@stratus/core';
-import { POSTGRES_SCHEMA_NAME, type SqliteDatabase } from '@stratus/messaging';
+import { assertFunction, InvalidOptionsError } from '@stratus/core';
+import { assertSchemaName, postgresTypes, type SqliteDatabase } from '@stratus/sql';
 import type { Pool, PoolClient } from 'pg';
 import type { RecordedEvent } from '../backend.js';
 import type { Projection } from './projection-runner.js';
@@ -270,11 +270,7 @@ export function postgresDocumentProjection(
     ['schema', options.schema],
     ['registrySchema', options.registrySchema ?? options.schema],
   ] as const) {
-    if (typeof value !== 'string' || !POSTGRES_SCHEMA_NAME.test(value))
-      throw new InvalidOptionsError(
-        name,
-        `expected a lower-case SQL identifier, got ${JSON.stringify(value)}`,
-      );
+    assertSchemaName(name, value);
   }
   const { notifyChannel, registrySchema = options.schema } = options;
   if (notifyChannel !== undefined && (typeof notifyChannel !== 'string' || notifyChannel.length === 0))

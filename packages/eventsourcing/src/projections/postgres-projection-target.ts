@@ -1,5 +1,5 @@
-import { InvalidOptionsError, postgresTypes } from '@stratus/core';
-import { PostgresComponent, type PostgresComponentOptions } from '@stratus/messaging';
+import { InvalidOptionsError } from '@stratus/core';
+import { PostgresComponent, type PostgresComponentOptions, postgresTypes } from '@stratus/sql';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { openSqlite } from '@stratus/messaging';
+import { openSqlite } from '@stratus/sql';
 import { postgresForSuite, runChild } from '@stratus/testkit';
 import pg from 'pg';
 import { EventStore } from '../event-store.js';

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '@stratus/core';
-import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/sql';
 import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
 
 const MIGRATIONS = [

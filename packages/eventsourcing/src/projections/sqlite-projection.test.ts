@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { openSqlite, type SqliteDatabase } from '@stratus/messaging';
+import { openSqlite, type SqliteDatabase } from '@stratus/sql';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import type { RecordedEvent } from '../backend.js';
 import { EventStore } from '../event-store.js';

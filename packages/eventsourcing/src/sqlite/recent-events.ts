@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from '@stratus/messaging';
+import type { SqliteDatabase } from '@stratus/sql';
 import type { RecordedEvent } from '../backend.js';
 
 /** An event as stored: its row, decoded once the first reader asks for it. */

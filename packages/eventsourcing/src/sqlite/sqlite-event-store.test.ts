@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/messaging';
+import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/sql';
 import { countStatementRuns } from '@stratus/testkit';
 import { eventStoreBackendContract } from '../contract.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';

@@ -7,7 +7,7 @@ import {
   openSqlite,
   type SqliteDatabase,
   WatchHub,
-} from '@stratus/messaging';
+} from '@stratus/sql';
 import { repeatedAppend, type StoredPlace, versionMatches } from '../append-rules.js';
 import {
   type AppendRequest,

@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { openSqlite, type SqliteDatabase } from '@stratus/sql';
 import { postgresForSuite, waitUntil } from '@stratus/testkit';
 import { Messaging } from '../messaging.js';
 import { openMessageBackend } from '../open-backend.js';
 import { SqliteInbox } from '../outbox/inbox.js';
-import { openSqlite, type SqliteDatabase } from '../sqlite/driver.js';
 import { crashPipeline, type Doc } from './fixtures/pipeline.js';
 import { messageIds, paced, WorkerPool } from './harness.js';
 

@@ -1,8 +1,9 @@
-import { type Clock, createExclusively, systemClock } from '@stratus/core';
+import { type Clock, systemClock } from '@stratus/core';
+import type { SqliteDatabase } from '@stratus/sql';
+import { migratePostgresTable } from '@stratus/sql';
 import type { Pool, PoolClient } from 'pg';
 import type { HandlerContext, MessageHandler } from '../consumer.js';
 import type { ReceivedMessage } from '../received-message.js';
-import type { SqliteDatabase } from '../sqlite/driver.js';
 
 /**
  * The inbox makes a handler's effect happen once per message id even though delivery is at least once: the
@@ -88,9 +89,7 @@ export class PostgresInbox {
   }
 
   ensureSchema(): Promise<void> {
-    this.#ready ??= createExclusively(
-      this.pool,
-      `stratus:${this.#table}`,
+    this.#ready ??= migratePostgresTable(this.pool, this.#table, 'inbox', [
       `CREATE TABLE IF NOT EXISTS ${this.#table} (
          consumer text NOT NULL,
          message_id text NOT NULL,
@@ -98,7 +97,7 @@ export class PostgresInbox {
          PRIMARY KEY (consumer, message_id)
        );
        CREATE INDEX IF NOT EXISTS ${this.#table.replace('.', '_')}_processed_at ON ${this.#table} (processed_at)`,
-    ).catch((error: unknown) => {
+    ]).catch((error: unknown) => {
       this.#ready = undefined; // try again on the next call
       throw error;
     });

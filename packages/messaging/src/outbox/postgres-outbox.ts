@@ -1,4 +1,5 @@
-import { type Clock, createExclusively, postgresTypes, systemClock } from '@stratus/core';
+import { type Clock, systemClock } from '@stratus/core';
+import { migratePostgresTable, postgresTypes } from '@stratus/sql';
 import type { Pool, PoolClient } from 'pg';
 import { type Codec, defaultCodec } from '../codec.js';
 import type { MessageToSend } from '../outgoing.js';
@@ -62,9 +63,7 @@ export class PostgresOutbox implements OutboxStore {
 
   /** Creates the tables (idempotent, safe when several processes start at once). */
   ensureSchema(): Promise<void> {
-    this.#ready ??= createExclusively(
-      this.pool,
-      `stratus:${this.#table}`,
+    this.#ready ??= migratePostgresTable(this.pool, this.#table, 'outbox', [
       `CREATE TABLE IF NOT EXISTS ${this.#table} (
          sequence bigserial PRIMARY KEY,
          kind text NOT NULL,
@@ -88,7 +87,7 @@ export class PostgresOutbox implements OutboxStore {
          owner text NOT NULL,
          expires_at bigint NOT NULL
        );`,
-    ).catch((error: unknown) => {
+    ]).catch((error: unknown) => {
       this.#ready = undefined; // try again on the next call
       throw error;
     });

@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from '@stratus/core';
+import type { SqliteDatabase } from '@stratus/sql';
 import { type Codec, defaultCodec } from '../codec.js';
 import type { MessageToSend } from '../outgoing.js';
-import type { SqliteDatabase } from '../sqlite/driver.js';
 import {
   assertDestination,
   type DeadOutboxRecord,

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { migratePostgres, NotificationListener } from '@stratus/sql';
 import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import type { OutgoingMessage, QueueSettings, ReceiveResult } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
-import { migratePostgres } from './migrations.js';
-import { NotificationListener } from './notification-listener.js';
 import { type PostgresMessageBackend, postgresMessageBackend } from './postgres-backend.js';
 import { migrations } from './schema.js';
 import { topicPatternRegex } from './topic-regex.js';

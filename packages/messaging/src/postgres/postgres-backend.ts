@@ -1,4 +1,11 @@
-import { assertInteger, assertObject, InvalidOptionsError, postgresTypes } from '@stratus/core';
+import { assertInteger, assertObject, InvalidOptionsError } from '@stratus/core';
+import {
+  assertSchemaName,
+  GroupCommit,
+  migratePostgres,
+  NotificationListener,
+  postgresTypes,
+} from '@stratus/sql';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import {
   type DeadLetter,
@@ -22,9 +29,6 @@ import {
   type TopicSettings,
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
-import { GroupCommit } from '../group-commit.js';
-import { migratePostgres, POSTGRES_SCHEMA_NAME } from './migrations.js';
-import { NotificationListener } from './notification-listener.js';
 import { channelOf, migrations, UNKNOWN_QUEUE_SQLSTATE, UNKNOWN_TOPIC_SQLSTATE } from './schema.js';
 import { topicPatternRegex } from './topic-regex.js';
 
@@ -147,12 +151,7 @@ export class PostgresMessageBackend implements MessageBackend {
       throw new InvalidOptionsError('connectionString', 'expected a string');
     }
     assertInteger('poolSize', poolSize, 1);
-    if (typeof schema !== 'string' || !POSTGRES_SCHEMA_NAME.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        `expected a lower-case SQL identifier, got ${JSON.stringify(schema)}`,
-      );
-    }
+    assertSchemaName('schema', schema);
     this.#ownPool =
       pool === undefined ? { connectionString: connectionString as string, max: poolSize } : undefined;
     this.#pool = pool;

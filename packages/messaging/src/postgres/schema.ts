@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { advisoryKey } from '@stratus/sql';
 import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '../backend.js';
 
 /**
@@ -25,11 +25,6 @@ import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '.
 /** Errors raised by the functions; the backend maps them to the typed errors. */
 export const UNKNOWN_QUEUE_SQLSTATE = 'STQ01';
 export const UNKNOWN_TOPIC_SQLSTATE = 'STT01';
-
-/** A stable bigint advisory-lock key for a name (60 bits of its SHA-1, so it is a positive bigint). */
-export function advisoryKey(name: string): string {
-  return BigInt(`0x${createHash('sha1').update(`stratus:${name}`).digest('hex').slice(0, 15)}`).toString();
-}
 
 /** The LISTEN/NOTIFY channel of a schema; the payload is the queue name. */
 export function channelOf(schema: string): string {

@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { startWorkerThread } from '@stratus/core';
+import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/sql';
 import { type ChildHandle, countStatementRuns, runChild } from '@stratus/testkit';
 import type { QueueSettings } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
-import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from './driver.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
 import { BackendClosedError, sqliteMessageBackend } from './sqlite-backend.js';
 

@@ -1,5 +1,13 @@
 import { assertDuration, assertObject, InvalidOptionsError, randomId, StratusError } from '@stratus/core';
 import {
+  fileKey,
+  migrateSqlite,
+  type OpenSqliteOptions,
+  openSqlite,
+  type SqliteDatabase,
+  WatchHub,
+} from '@stratus/sql';
+import {
   DEAD_LETTER_EXPIRED,
   DEAD_LETTER_MAX_DELIVERIES,
   type DeadLetter,
@@ -27,8 +35,6 @@ import {
 } from '../backend.js';
 import { UnknownQueueError, UnknownTopicError } from '../errors.js';
 import { subscriptionMatches } from '../routing.js';
-import { type OpenSqliteOptions, openSqlite, type SqliteDatabase } from './driver.js';
-import { migrateSqlite } from './migrations.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
 import {
   type DueRow,
@@ -43,7 +49,6 @@ import {
   type SubscriptionRow,
   SWEEP_EVERY,
 } from './statements.js';
-import { fileKey, WatchHub } from './watch.js';
 
 export interface SqliteMessageBackendOptions {
   /** A database file to open (created if missing); the backend owns it and closes it on close(). */

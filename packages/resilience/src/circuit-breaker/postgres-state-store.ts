@@ -1,4 +1,5 @@
-import { createExclusively, InvalidOptionsError, postgresTypes } from '@stratus/core';
+import { InvalidOptionsError } from '@stratus/core';
+import { migratePostgresTable, postgresTypes } from '@stratus/sql';
 import type { Notification, Pool, PoolClient } from 'pg';
 import { KeyedListeners } from './keyed-listeners.js';
 import {
@@ -161,7 +162,7 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
          expires_at bigint NOT NULL,
          PRIMARY KEY (key, instance_id))`,
     ];
-    return createExclusively(this.#pool, `stratus:${this.#table}`, statements.join(';\n'));
+    return migratePostgresTable(this.#pool, this.#table, 'circuit-breaker', [statements.join(';\n')]);
   }
 
   /** One pooled connection LISTENs for every subscribed key; it is re-established if it breaks. */

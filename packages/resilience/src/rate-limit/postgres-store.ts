@@ -3,14 +3,13 @@ import {
   assertDuration,
   assertObject,
   type Clock,
-  createExclusively,
   type EventEmitter,
   InvalidOptionsError,
-  postgresTypes,
   randomId,
   systemClock,
   type TimerHandle,
 } from '@stratus/core';
+import { migratePostgresTable, postgresTypes } from '@stratus/sql';
 import type { Pool } from 'pg';
 import {
   type Algorithm,
@@ -140,7 +139,7 @@ export class PostgresStore implements RateLimitStore {
   #createTable(table: string, program: PostgresProgram): Promise<void> {
     const columns = program.columns.map(([name, type]) => `${name} ${type} NOT NULL`).join(', ');
     const ddl = `CREATE TABLE IF NOT EXISTS ${table} (key text PRIMARY KEY, ${columns}, ok boolean NOT NULL, expires_at float8 NOT NULL) WITH (fillfactor = 80)`;
-    return createExclusively(this.pool, `stratus:${table}`, ddl);
+    return migratePostgresTable(this.pool, table, 'rate-limit', [ddl]);
   }
 
   /** The next background purge, counted from the end of the previous one so purges never overlap. */

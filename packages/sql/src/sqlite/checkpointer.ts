@@ -17,7 +17,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type { SqliteDriverName } from './driver.js';
+import type { SqliteDriverName } from './database.js';
 
 export interface CheckpointerOptions {
   /** How often a PASSIVE checkpoint runs, in ms. Default 100. */

@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from './driver.js';
+import type { SqliteDatabase } from './database.js';
 
 /**
  * Brings `component`'s tables up to date: `migrations[i]` is the SQL that takes the schema from version i to

@@ -1,6 +1,26 @@
-import { assertObject, InvalidOptionsError, postgresTypes } from '@stratus/core';
-import type { Pool } from 'pg';
-import { advisoryKey } from './schema.js';
+import { InvalidOptionsError } from '@stratus/core';
+import type { Pool, PoolClient } from 'pg';
+import { advisoryKey } from './advisory-key.js';
+import { postgresTypes } from './types.js';
+
+/** Schema names Stratus accepts: lower-case SQL identifiers short enough to prefix generated names. */
+export const POSTGRES_SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+
+/** Throws InvalidOptionsError(option) unless `value` is a schema name Stratus accepts (POSTGRES_SCHEMA_NAME). */
+export function assertSchemaName(option: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || !POSTGRES_SCHEMA_NAME.test(value)) {
+    throw new InvalidOptionsError(
+      option,
+      `expected a lower-case SQL identifier, got ${JSON.stringify(value)}`,
+    );
+  }
+}
+
+/**
+ * Where migrations run: a pg Pool (a connection is taken for the transaction) or one connection of your own (a
+ * pg Client or PoolClient, not in a transaction).
+ */
+export type MigrationTarget = Pick<Pool, 'connect' | 'idleCount'> | Pick<PoolClient, 'query'>;
 
 /**
  * Brings `component`'s tables in `schema` up to date: `migrations[i]` takes it from version i to i + 1. Versions
@@ -10,13 +30,16 @@ import { advisoryKey } from './schema.js';
  * (`version` column), adopted the first time.
  */
 export async function migratePostgres(
-  pool: Pool,
+  target: MigrationTarget,
   schema: string,
   component: string,
   migrations: readonly string[],
   legacyTable?: string,
 ): Promise<void> {
-  const client = await pool.connect();
+  assertSchemaName('schema', schema);
+  // A Client has connect() too (it opens the connection): only a Pool counts its idle connections.
+  const pooled = 'idleCount' in target ? await target.connect() : undefined;
+  const client = pooled ?? (target as Pick<PoolClient, 'query'>);
   try {
     await client.query('BEGIN');
     await client.query(`SELECT pg_advisory_xact_lock(${advisoryKey(`migrations:${schema}`)})`);
@@ -57,72 +80,25 @@ export async function migratePostgres(
       );
     }
     await client.query('COMMIT');
-    client.release();
+    pooled?.release();
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
-    client.release(error instanceof Error ? error : true);
+    pooled?.release(error instanceof Error ? error : true);
     throw error;
   }
 }
 
-/** Schema names Stratus accepts: lower-case SQL identifiers short enough to prefix generated names. */
-export const POSTGRES_SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
-
-export interface PostgresComponentOptions {
-  /** Your pg Pool; the component never ends it. */
-  readonly pool: Pool;
-  /** Schema of the component's tables and functions, created on first use; default 'stratus'. */
-  readonly schema?: string;
-}
-
 /**
- * What every PostgreSQL adapter of a Stratus component needs: a validated pool and schema, and its migrations run
- * once, on first use (a failed attempt is retried by the next call).
+ * migratePostgres for an adapter whose tables are named by its user (`table`, optionally `schema.table`): the
+ * version row is `<component>:<table>` in the table's schema, or in `public` for an unqualified name.
  */
-export class PostgresComponent {
-  readonly pool: Pool;
-  readonly schema: string;
-  readonly #component: string;
-  readonly #migrations: (schema: string) => readonly string[];
-  #ready: Promise<void> | undefined;
-
-  constructor(
-    component: string,
-    options: PostgresComponentOptions,
-    migrations: (schema: string) => readonly string[],
-  ) {
-    assertObject('options', options as unknown);
-    const { pool, schema = 'stratus' } = options;
-    if (typeof (pool as Partial<Pool> | undefined)?.query !== 'function') {
-      throw new InvalidOptionsError('pool', 'expected a pg Pool');
-    }
-    if (typeof schema !== 'string' || !POSTGRES_SCHEMA_NAME.test(schema)) {
-      throw new InvalidOptionsError(
-        'schema',
-        'expected a lower-case SQL identifier of at most 40 characters',
-      );
-    }
-    this.pool = pool;
-    this.schema = schema;
-    this.#component = component;
-    this.#migrations = migrations;
-  }
-
-  /** The schema-qualified name of one of the component's tables or functions. */
-  qualified(name: string): string {
-    return `"${this.schema}".${name}`;
-  }
-
-  migrate(): Promise<void> {
-    this.#ready ??= migratePostgres(
-      this.pool,
-      this.schema,
-      this.#component,
-      this.#migrations(this.schema),
-    ).catch((error: unknown) => {
-      this.#ready = undefined;
-      throw error;
-    });
-    return this.#ready;
-  }
+export function migratePostgresTable(
+  target: MigrationTarget,
+  table: string,
+  component: string,
+  migrations: readonly string[],
+): Promise<void> {
+  const dot = table.indexOf('.');
+  const schema = dot === -1 ? 'public' : table.slice(0, dot).replaceAll('"', '');
+  return migratePostgres(target, schema, `${component}:${table.replaceAll('"', '')}`, migrations);
 }

@@ -11,7 +11,7 @@
 import { realpathSync } from 'node:fs';
 import { BroadcastChannel } from 'node:worker_threads';
 import { randomId } from '@stratus/core';
-import { isMemoryPath, type SqliteDatabase } from './driver.js';
+import { isMemoryPath, type SqliteDatabase } from './database.js';
 
 type Listener = () => void;
 

@@ -6,7 +6,7 @@
  * type comes back as the text PostgreSQL sent.
  */
 
-/** The shape pg expects for a query's `types`; core itself does not depend on `pg`. */
+/** The shape pg expects for a query's `types`; @stratus/sql does not need `pg` to be installed. */
 export interface PostgresTypeParsers {
   getTypeParser(oid: number, format?: string): (value: string) => unknown;
 }

@@ -6,15 +6,16 @@ import { after, describe, it } from 'node:test';
 import { InvalidOptionsError, startWorkerThread } from '@stratus/core';
 import { countStatementRuns, waitUntil } from '@stratus/testkit';
 import {
+  migrateSqlite,
   openSqlite,
   type SqliteDatabase,
   SqliteDriverError,
   type SqliteDriverName,
+  schemaVersion,
   sqliteDriverAvailable,
   sqliteThreadLock,
   wrapSqlite,
-} from './driver.js';
-import { migrateSqlite, schemaVersion } from './migrations.js';
+} from '../index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-driver-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
@@ -344,7 +345,7 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
         // Long transactions on both sides: a writer waiting by polling would ask many times per commit.
         const transactions = 200;
         const rows = 200;
-        const thread = startWorkerThread(new URL('./fixtures/sqlite-writer-thread.ts', import.meta.url), {
+        const thread = startWorkerThread(new URL('./fixtures/writer-thread.ts', import.meta.url), {
           workerData: { path, threadLock, transactions, rows },
         });
         const said = (type: string) =>

@@ -1,0 +1,12 @@
+export * from './group-commit.js';
+export * from './postgres/advisory-key.js';
+export * from './postgres/component.js';
+export * from './postgres/migrations.js';
+export * from './postgres/notification-listener.js';
+export * from './postgres/types.js';
+export type { CheckpointerOptions } from './sqlite/checkpointer.js';
+export * from './sqlite/database.js';
+export { SqliteDriverError, sqliteDriverAvailable } from './sqlite/drivers.js';
+export * from './sqlite/migrations.js';
+export * from './sqlite/open.js';
+export * from './sqlite/watch.js';
