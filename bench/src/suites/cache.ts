@@ -5,7 +5,7 @@
  * would need @keyv/redis, not installed); and the stampede: 1,000 concurrent misses of a fresh key, with the
  * loader calls per burst noted.
  */
-import { cacheAside, redisCacheStore } from '@stratus/data';
+import { cacheAside, RedisCacheStore } from '@stratus/data';
 import { BentoCache, bentostore } from 'bentocache';
 import { memoryDriver } from 'bentocache/drivers/memory';
 import { createCache } from 'cache-manager';
@@ -112,7 +112,7 @@ async function redisCases(
   skipped: string[],
 ): Promise<BenchCase[]> {
   const prefix = `bench:cache:${process.pid}:`;
-  const stratusStore = redisCacheStore({ client: await redis.connect(), keyPrefix: `${prefix}stratus:` });
+  const stratusStore = new RedisCacheStore({ client: await redis.connect(), keyPrefix: `${prefix}stratus:` });
   const storeOnly = cacheAside({ ttlMs: TTL_MS, local: false, store: stratusStore });
   const twoTier = cacheAside({ ttlMs: TTL_MS, store: stratusStore });
   await storeOnly.getOrLoad(KEY, loadValue);

@@ -13,8 +13,8 @@ import {
   PipelineRegistry,
   pipeline,
   type RateLimiter,
+  RedisRateLimitStore,
   rateLimit,
-  redisStore,
   retry,
   slidingWindowCounter,
   slidingWindowLog,
@@ -322,7 +322,7 @@ async function redisRateLimitCases(redis: Extract<RedisTarget, { skip: false }>)
   const prefix = `stratus-bench:${process.pid}`;
   const stratusPrefix = `${prefix}:stratus:`;
   // One connection per limiter, so none queues behind another's commands.
-  const store = async () => redisStore({ client: await redis.connect(), prefix: stratusPrefix });
+  const store = async () => new RedisRateLimitStore({ client: await redis.connect(), prefix: stratusPrefix });
   const rlf = new RateLimiterRedis({
     storeClient: await redis.connect(),
     points: NEVER_REFUSING_POINTS,
@@ -339,7 +339,7 @@ async function redisRateLimitCases(redis: Extract<RedisTarget, { skip: false }>)
   const slidingLog = slidingWindowLog({
     limit: SLIDING_LOG_LIMIT,
     windowMs: logWindowMs,
-    store: redisStore({ client: logClient, prefix: stratusPrefix }),
+    store: new RedisRateLimitStore({ client: logClient, prefix: stratusPrefix }),
   });
   const reportLog = async () => {
     const { remaining } = await slidingLog.acquire(HOT_KEY, 0);

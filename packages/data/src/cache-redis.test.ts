@@ -9,7 +9,7 @@ import { redisForSuite, startRedis, waitUntil } from '@stratus/testkit';
 import { Redis } from 'ioredis';
 import { cacheAside } from './cache.js';
 import type { CacheEvent } from './events.js';
-import { type RedisCacheStore, redisCacheStore } from './redis-store.js';
+import { RedisCacheStore } from './redis-store.js';
 
 const suite = await redisForSuite('data-cache-redis');
 
@@ -26,7 +26,7 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
   const instance = (prefix: string, name: string, distributedLock = false, local = true) => {
     const client = new Redis(url);
     clients.push(client);
-    const store = redisCacheStore({ client, keyPrefix: `${suite.keyPrefix}${prefix}:` });
+    const store = new RedisCacheStore({ client, keyPrefix: `${suite.keyPrefix}${prefix}:` });
     stores.push(store);
     return cacheAside({ name, store, distributedLock, local: local ? {} : false });
   };
@@ -125,7 +125,7 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
       const client = new Redis(server.url);
       client.on('error', () => {});
       clients.push(client);
-      const store = redisCacheStore({ client, keyPrefix: 'reconnect:' });
+      const store = new RedisCacheStore({ client, keyPrefix: 'reconnect:' });
       stores.push(store);
       const cache = cacheAside({ store });
       await cache.ready();
@@ -150,7 +150,7 @@ describe('cacheAside on Redis', { skip: suite.skip }, () => {
       client.on('error', () => {});
       clients.push(client);
       await waitUntil(() => client.status === 'ready', 'the client is connected');
-      const store = redisCacheStore({ client, keyPrefix: 'outage:' });
+      const store = new RedisCacheStore({ client, keyPrefix: 'outage:' });
       stores.push(store);
       const cache = cacheAside({
         store,

@@ -120,7 +120,3 @@ export class MemoryCacheStore implements CacheStore {
     for (const listener of this.#listeners) listener(message);
   }
 }
-
-export function memoryCacheStore(options: MemoryCacheStoreOptions = {}): MemoryCacheStore {
-  return new MemoryCacheStore(options);
-}

@@ -4,18 +4,18 @@ import { InvalidOptionsError } from '@stratus/core';
 import { redisForSuite, VirtualClock, waitUntil } from '@stratus/testkit';
 import { Redis } from 'ioredis';
 import { cacheStoreContract } from './contract.js';
-import { RedisCacheStore, redisCacheStore } from './redis-store.js';
+import { RedisCacheStore } from './redis-store.js';
 
 const suite = await redisForSuite('data-redis-store');
 
 describe('redis cache store options', () => {
   it('needs exactly one of client and url, and a real codec', () => {
     const client = new Redis({ lazyConnect: true });
-    assert.throws(() => redisCacheStore({}), InvalidOptionsError);
-    assert.throws(() => redisCacheStore({ client, url: 'redis://127.0.0.1' }), /exactly one/);
-    assert.throws(() => redisCacheStore({ client: {} as never }), /ioredis/);
-    assert.throws(() => redisCacheStore({ client, keyPrefix: 5 as never }), /keyPrefix/);
-    assert.throws(() => redisCacheStore({ client, codec: { encode: JSON.stringify } as never }), /codec/);
+    assert.throws(() => new RedisCacheStore({}), InvalidOptionsError);
+    assert.throws(() => new RedisCacheStore({ client, url: 'redis://127.0.0.1' }), /exactly one/);
+    assert.throws(() => new RedisCacheStore({ client: {} as never }), /ioredis/);
+    assert.throws(() => new RedisCacheStore({ client, keyPrefix: 5 as never }), /keyPrefix/);
+    assert.throws(() => new RedisCacheStore({ client, codec: { encode: JSON.stringify } as never }), /codec/);
     client.disconnect();
   });
 });
@@ -37,8 +37,8 @@ describe('redis cache store', { skip: suite.skip }, () => {
     const clock = new VirtualClock();
     const keyPrefix = `${suite.keyPrefix}contract:`;
     // Two clients, as two processes would have.
-    const store = redisCacheStore({ client: connect(), keyPrefix, clock });
-    const peer = redisCacheStore({ client: connect(), keyPrefix, clock });
+    const store = new RedisCacheStore({ client: connect(), keyPrefix, clock });
+    const peer = new RedisCacheStore({ client: connect(), keyPrefix, clock });
     return {
       store,
       peer,
@@ -69,7 +69,7 @@ describe('redis cache store', { skip: suite.skip }, () => {
   });
 
   it('opens and closes a client of its own from a url, leaving given clients open', async () => {
-    const store = redisCacheStore({ url, keyPrefix: `${suite.keyPrefix}url:` });
+    const store = new RedisCacheStore({ url, keyPrefix: `${suite.keyPrefix}url:` });
     const now = Date.now();
     await store.set('k', { value: 'v', freshUntil: now + 1_000, staleUntil: now + 1_000 }, now, {
       origin: 'x',
@@ -78,7 +78,7 @@ describe('redis cache store', { skip: suite.skip }, () => {
     await store.ready();
     await store.close();
     const given = connect();
-    const other = redisCacheStore({ client: given, keyPrefix: `${suite.keyPrefix}url:` });
+    const other = new RedisCacheStore({ client: given, keyPrefix: `${suite.keyPrefix}url:` });
     await other.ready();
     await other.close();
     assert.equal(await given.ping(), 'PONG');
@@ -88,11 +88,11 @@ describe('redis cache store', { skip: suite.skip }, () => {
     const failFast = new Redis(url, { enableOfflineQueue: false, lazyConnect: true });
     clients.push(failFast);
     const keyPrefix = `${suite.keyPrefix}failfast:`;
-    const store = redisCacheStore({ client: failFast, keyPrefix });
+    const store = new RedisCacheStore({ client: failFast, keyPrefix });
     const seen: string[] = [];
     store.onInvalidation((m) => seen.push(...m.keys));
     await store.ready();
-    const peer = redisCacheStore({ client: connect(), keyPrefix });
+    const peer = new RedisCacheStore({ client: connect(), keyPrefix });
     await peer.delete(['k'], { origin: 'peer' });
     await waitUntil(() => seen.includes('k'), 'the invalidation reaches the fail-fast store');
     await store.close();
@@ -100,7 +100,7 @@ describe('redis cache store', { skip: suite.skip }, () => {
   });
 
   it('uses a custom codec', async () => {
-    const store = redisCacheStore({
+    const store = new RedisCacheStore({
       client: connect(),
       keyPrefix: `${suite.keyPrefix}codec:`,
       codec: { encode: (v) => `<${String(v)}>`, decode: (t) => t.toUpperCase() },

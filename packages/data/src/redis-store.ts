@@ -296,7 +296,3 @@ export class RedisCacheStore implements CacheStore {
     for (const listener of this.#listeners) listener(message);
   }
 }
-
-export function redisCacheStore(options: RedisCacheStoreOptions): RedisCacheStore {
-  return new RedisCacheStore(options);
-}

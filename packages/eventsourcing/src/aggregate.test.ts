@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { type AggregateEvent, AggregateRepository, type Decider } from './aggregate.js';
 import { DuplicateEventIdError, WrongExpectedVersionError } from './errors.js';
 import { EventStore } from './event-store.js';
-import { MemoryEventStore } from './memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from './memory/memory-event-store.js';
 
 type AccountEvent =
   | { type: 'Opened'; data: { owner: string } }
@@ -41,15 +41,15 @@ const account: Decider<Account, AccountEvent, AccountCommand> = {
 };
 
 /** Counts the stream reads it serves (the cache tests check when the store is not asked). */
-class CountingStore extends MemoryEventStore {
+class CountingStore extends MemoryEventStoreBackend {
   reads = 0;
-  override async readStream(...args: Parameters<MemoryEventStore['readStream']>) {
+  override async readStream(...args: Parameters<MemoryEventStoreBackend['readStream']>) {
     this.reads++;
     return super.readStream(...args);
   }
   /** What each append asked of the store's commit. */
   readonly immediate: (boolean | undefined)[] = [];
-  override async append(...args: Parameters<MemoryEventStore['append']>) {
+  override async append(...args: Parameters<MemoryEventStoreBackend['append']>) {
     this.immediate.push(args[0].immediate);
     return super.append(...args);
   }

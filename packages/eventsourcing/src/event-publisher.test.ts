@@ -4,11 +4,11 @@ import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
 import { VirtualClock } from '@stratus/testkit';
 import { EventPublisher, type PublishedEvent } from './event-publisher.js';
 import { EventStore } from './event-store.js';
-import { MemoryEventStore } from './memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from './memory/memory-event-store.js';
 
 async function setup() {
   const clock = new VirtualClock({ now: 1_750_000_000_000 });
-  const store = new EventStore({ backend: new MemoryEventStore(), clock });
+  const store = new EventStore({ backend: new MemoryEventStoreBackend(), clock });
   const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock });
   for (const topic of ['orders', 'availability']) await messaging.createTopic(topic);
   await messaging.subscribe('order-view', { topics: 'orders', queue: { sessions: true } });

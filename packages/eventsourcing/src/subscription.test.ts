@@ -3,11 +3,11 @@ import { describe, it } from 'node:test';
 import { constantBackoff } from '@stratus/core';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { EventStore } from './event-store.js';
-import { MemoryEventStore } from './memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from './memory/memory-event-store.js';
 import type { SubscriptionEvent } from './subscription.js';
 
 function openStore(clock = new VirtualClock({ now: 1_750_000_000_000 })) {
-  return { store: new EventStore({ backend: new MemoryEventStore(), clock }), clock };
+  return { store: new EventStore({ backend: new MemoryEventStoreBackend(), clock }), clock };
 }
 
 const append = (store: EventStore, stream: string, ...values: number[]) =>

@@ -3,9 +3,9 @@ import { dirname } from 'node:path';
 import { InvalidOptionsError } from '@stratus/core';
 import type { MessageBackend } from './backend.js';
 import { MemoryMessageBackend } from './memory/memory-backend.js';
-import { postgresMessageBackend } from './postgres/postgres-backend.js';
-import { redisMessageBackend } from './redis/redis-backend.js';
-import { sqliteMessageBackend } from './sqlite/sqlite-backend.js';
+import { PostgresMessageBackend } from './postgres/postgres-backend.js';
+import { RedisMessageBackend } from './redis/redis-backend.js';
+import { SqliteMessageBackend } from './sqlite/sqlite-backend.js';
 
 /**
  * A backend from one configuration string, so deployments choose theirs by environment:
@@ -27,13 +27,13 @@ export function openMessageBackend(url: string): MessageBackend {
     const parsed = new URL(url);
     const schema = parsed.searchParams.get('schema') ?? undefined;
     parsed.searchParams.delete('schema');
-    return postgresMessageBackend({ connectionString: parsed.toString(), schema });
+    return new PostgresMessageBackend({ connectionString: parsed.toString(), schema });
   }
   if (/^rediss?:\/\//.test(url)) {
     const parsed = new URL(url);
     const keyPrefix = parsed.searchParams.get('prefix') ?? undefined;
     parsed.searchParams.delete('prefix');
-    return redisMessageBackend({ url: parsed.toString(), keyPrefix });
+    return new RedisMessageBackend({ url: parsed.toString(), keyPrefix });
   }
   throw new InvalidOptionsError(
     'url',
@@ -44,5 +44,5 @@ export function openMessageBackend(url: string): MessageBackend {
 /** Opens (creating its directory when needed) a SQLite database file as a message backend. */
 function openSqliteFile(path: string): MessageBackend {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  return sqliteMessageBackend({ path });
+  return new SqliteMessageBackend({ path });
 }

@@ -4,7 +4,7 @@ import { InvalidOptionsError } from '@stratus/core';
 import { type ChildHandle, postgresForSuite, runChild, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import { Messaging } from './messaging.js';
-import { postgresMessageBackend } from './postgres/postgres-backend.js';
+import { PostgresMessageBackend } from './postgres/postgres-backend.js';
 import { type Closable, closeOnSignals, type ShutdownOutcome, ShutdownTimeoutError } from './shutdown.js';
 
 /** A closable that records its calls and takes `ms` (never settles when Infinity). */
@@ -106,7 +106,9 @@ describe('a PostgreSQL worker shut down by SIGTERM', { skip: suite.skip }, () =>
   let pool: pg.Pool;
 
   before(async () => {
-    messaging = new Messaging({ backend: postgresMessageBackend({ connectionString: url, poolSize: 2 }) });
+    messaging = new Messaging({
+      backend: new PostgresMessageBackend({ connectionString: url, poolSize: 2 }),
+    });
     pool = new pg.Pool({ connectionString: url, max: 1 });
     await pool.query('CREATE TABLE effects (id text NOT NULL)');
   });

@@ -12,12 +12,12 @@ import {
   type DocumentProjectionDefinition,
   type DocumentReader,
   EventStore,
-  PostgresEventStore,
+  PostgresEventStoreBackend,
   PostgresProjectionTarget,
   ProjectionRunner,
   postgresDocumentProjection,
   postgresDocumentReader,
-  SqliteEventStore,
+  SqliteEventStoreBackend,
   SqliteProjectionTarget,
   sqliteDocumentProjection,
   sqliteDocumentReader,
@@ -106,7 +106,7 @@ function openEmbedded(
   // updates) share one commit.
   // The web and background threads wake each other when their write transactions end, rather than polling.
   const database = openSqlite(path, { synchronous: 'NORMAL', groupCommit: true, threadLock });
-  const store = new EventStore({ backend: new SqliteEventStore({ database }), clock });
+  const store = new EventStore({ backend: new SqliteEventStoreBackend({ database }), clock });
   const messaging = new Messaging({ backend: new SqliteMessageBackend({ database }), clock });
   const target = new SqliteProjectionTarget({ database });
   return {
@@ -138,7 +138,7 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
   const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
   // An idle connection the server drops must not take the process down; the next query gets a fresh one.
   pool.on('error', () => {});
-  const store = new EventStore({ backend: new PostgresEventStore({ pool, schema }), clock });
+  const store = new EventStore({ backend: new PostgresEventStoreBackend({ pool, schema }), clock });
   const queues: MessageBackend =
     config.redisUrl === undefined
       ? new PostgresMessageBackend({ pool, schema })

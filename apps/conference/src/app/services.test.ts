@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { uuidv7 } from '@stratus/core';
-import { CommandBus, EventStore, MemoryEventStore, type RecordedEvent } from '@stratus/eventsourcing';
+import { CommandBus, EventStore, MemoryEventStoreBackend, type RecordedEvent } from '@stratus/eventsourcing';
 import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
@@ -16,7 +16,7 @@ import {
 describe('availability commands', () => {
   async function seatsWorker() {
     const clock = new VirtualClock({ now: Date.UTC(2026, 0, 1) });
-    const store = new EventStore({ backend: new MemoryEventStore(), clock });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend(), clock });
     const appends: number[] = [];
     const appendToStream = store.appendToStream.bind(store);
     store.appendToStream = ((streamName, events, options) => {
@@ -89,7 +89,7 @@ describe('availability commands', () => {
 describe('the OrderConfirmed reaction', () => {
   it("creates the seat assignments from the event's seats without reading the order, and from the order for an event recorded without them", async () => {
     const clock = new VirtualClock({ now: Date.UTC(2026, 0, 1) });
-    const store = new EventStore({ backend: new MemoryEventStore(), clock });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend(), clock });
     const orderReads: string[] = [];
     const readStream = store.readStream.bind(store);
     store.readStream = ((streamName, query) => {

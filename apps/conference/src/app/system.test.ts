@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
-import { EventStore, SqliteEventStore } from '@stratus/eventsourcing';
+import { EventStore, SqliteEventStoreBackend } from '@stratus/eventsourcing';
 import { postgresForSuite, redisForSuite } from '@stratus/testkit';
 import { Registry } from 'prom-client';
 import type { OrderStatus, OrderView } from '../read-models/order-view.js';
@@ -315,7 +315,7 @@ describe('the conference system on the embedded default (SQLite)', () => {
     const dataDir = join(directory, 'f23');
     const system = await startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: dataDir }));
     const outsider = new EventStore({
-      backend: new SqliteEventStore({ path: join(dataDir, 'conference.db') }),
+      backend: new SqliteEventStoreBackend({ path: join(dataDir, 'conference.db') }),
     });
     try {
       const { conferenceId, general } = await publishedConference(system, { general: 5, workshop: 1 });

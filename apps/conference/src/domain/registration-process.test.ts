@@ -5,7 +5,7 @@ import {
   CommandBus,
   type CommandEnvelope,
   EventStore,
-  MemoryEventStore,
+  MemoryEventStoreBackend,
   type ProcessContext,
   ProcessManager,
   type ProcessManagerEvent,
@@ -320,7 +320,7 @@ describe('the registration process on a ProcessManager', () => {
   /** A manager over a memory store whose command handlers only record, with timeouts on a virtual clock. */
   async function run(t: TestContext) {
     const clock = new VirtualClock({ now: T0 });
-    const store = new EventStore({ backend: new MemoryEventStore(), clock });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend(), clock });
     const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock });
     await messaging.createQueue('timeouts');
     const bus = new CommandBus({ clock });

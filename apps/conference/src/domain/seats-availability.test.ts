@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AggregateRepository, EventStore, MemoryEventStore } from '@stratus/eventsourcing';
+import { AggregateRepository, EventStore, MemoryEventStoreBackend } from '@stratus/eventsourcing';
 import { VirtualClock } from '@stratus/testkit';
 import fc from 'fast-check';
 import type { SeatQuantity, SeatsAvailabilityEvent } from './contracts.js';
@@ -333,7 +333,10 @@ describe('SeatsAvailability properties', () => {
 
 describe('SeatsAvailability memento', () => {
   test('a repository loads the memento of version 2, and the next event gets version 3', async () => {
-    const store = new EventStore({ backend: new MemoryEventStore(), clock: new VirtualClock({ now: 0 }) });
+    const store = new EventStore({
+      backend: new MemoryEventStoreBackend(),
+      clock: new VirtualClock({ now: 0 }),
+    });
     const options = {
       category: 'seatsAvailability',
       decider: seatsAvailabilityDecider,

@@ -1,18 +1,18 @@
 /**
  * The Stratus event store on PostgreSQL or SQLite through its public API: the `EventStore` facade over
- * `PostgresEventStore` / `SqliteEventStore`, `aggregateStream`, an `AggregateRepository` with on-demand snapshots,
+ * `PostgresEventStoreBackend` / `SqliteEventStoreBackend`, `aggregateStream`, an `AggregateRepository` with on-demand snapshots,
  * catch-up subscriptions, and for the lag case a `ProjectionRunner` into a `PostgresProjectionTarget` or
  * `SqliteProjectionTarget` sharing the store's pool or file.
  */
 import {
   AggregateRepository,
   EventStore,
-  PostgresEventStore,
+  PostgresEventStoreBackend,
   PostgresProjectionTarget,
   ProjectionRunner,
   type ProjectionTarget,
   type RecordedEvent,
-  SqliteEventStore,
+  SqliteEventStoreBackend,
   SqliteProjectionTarget,
 } from '@stratus/eventsourcing';
 import type { SqliteDatabase } from '@stratus/sql';
@@ -32,7 +32,7 @@ import {
 /** Events per read of subscriptions and projections: Stratus's default, also given to Emmett's consumers. */
 export const FOLLOW_BATCH = 500;
 
-/** Connections of the Stratus pool: PostgresEventStore's default, and pg's (which Emmett's pool keeps). */
+/** Connections of the Stratus pool: PostgresEventStoreBackend's default, and pg's (which Emmett's pool keeps). */
 const POOL_SIZE = 10;
 
 const ORDER_PREFIX = `${ORDER_CATEGORY}-`;
@@ -181,7 +181,7 @@ async function open(backend: BackendKind, location: StoreLocation): Promise<Stor
     // One pool for the store and the projection target, as an application would share it.
     const pool = new pg.Pool({ connectionString: location.postgresUrl, max: POOL_SIZE });
     pool.on('error', () => {});
-    const postgres = new PostgresEventStore({ pool });
+    const postgres = new PostgresEventStoreBackend({ pool });
     await postgres.migrate();
     const store = new EventStore({ backend: postgres });
     const target = new PostgresProjectionTarget({ pool });
@@ -195,7 +195,7 @@ async function open(backend: BackendKind, location: StoreLocation): Promise<Stor
     );
   }
   if (!('sqlitePath' in location)) throw new Error('stratus-sqlite needs a file path');
-  const sqlite = new SqliteEventStore({ path: location.sqlitePath, synchronous: 'NORMAL' });
+  const sqlite = new SqliteEventStoreBackend({ path: location.sqlitePath, synchronous: 'NORMAL' });
   const store = new EventStore({ backend: sqlite });
   const target = new SqliteProjectionTarget({ database: sqlite.database });
   return new StratusStore(
@@ -218,7 +218,7 @@ export function stratusImplementation(backend: BackendKind): EventStoreImplement
         description: {
           ...common,
           store:
-            'PostgresEventStore({ connectionString }): its own pg pool of 10, group commit of concurrent appends',
+            'PostgresEventStoreBackend({ connectionString }): its own pg pool of 10, group commit of concurrent appends',
         },
         live: 'catch-up subscription (store.subscribe, checkpointed per batch): no PostgresProjectionTarget here',
         open: (location) => open(backend, location),
@@ -229,7 +229,7 @@ export function stratusImplementation(backend: BackendKind): EventStoreImplement
         description: {
           ...common,
           store:
-            'SqliteEventStore({ path, synchronous: NORMAL }): WAL, one connection, background WAL checkpoints',
+            'SqliteEventStoreBackend({ path, synchronous: NORMAL }): WAL, one connection, background WAL checkpoints',
         },
         live: 'ProjectionRunner into SqliteProjectionTarget (same file): one view row per event, batch of 500',
         open: (location) => open(backend, location),

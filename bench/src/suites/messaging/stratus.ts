@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import {
   type MessageBackend,
   Messaging,
-  postgresMessageBackend,
-  redisMessageBackend,
-  sqliteMessageBackend,
+  PostgresMessageBackend,
+  RedisMessageBackend,
+  SqliteMessageBackend,
 } from '@stratus/messaging';
 import type {
   BackendKind,
@@ -44,15 +44,17 @@ function backendsFor(kind: BackendKind, spec: DriverSpec): Backends {
   switch (kind) {
     case 'sqlite': {
       const dir = required(connection.sqliteDir, 'sqliteDir');
-      return { perQueue: (name) => sqliteMessageBackend({ path: join(dir, `${name}.db`) }) };
+      return { perQueue: (name) => new SqliteMessageBackend({ path: join(dir, `${name}.db`) }) };
     }
     case 'postgres':
       return {
-        shared: postgresMessageBackend({ connectionString: required(connection.postgresUrl, 'postgresUrl') }),
+        shared: new PostgresMessageBackend({
+          connectionString: required(connection.postgresUrl, 'postgresUrl'),
+        }),
       };
     case 'redis':
       return {
-        shared: redisMessageBackend({
+        shared: new RedisMessageBackend({
           url: required(connection.redisUrl, 'redisUrl'),
           keyPrefix: connection.redisPrefix === undefined ? undefined : `${connection.redisPrefix}:`,
         }),

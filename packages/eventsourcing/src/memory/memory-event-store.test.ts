@@ -1,4 +1,4 @@
 import { eventStoreBackendContract } from '../contract.js';
-import { MemoryEventStore } from './memory-event-store.js';
+import { MemoryEventStoreBackend } from './memory-event-store.js';
 
-eventStoreBackendContract('memory', async () => new MemoryEventStore());
+eventStoreBackendContract('memory', async () => new MemoryEventStoreBackend());

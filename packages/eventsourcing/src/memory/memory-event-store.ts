@@ -50,7 +50,7 @@ function recorded(event: StoredEvent): RecordedEvent {
  * The event store in process memory, for tests and single-process use. Data and metadata are kept as the JSON
  * text the other backends store, so every read returns fresh objects, as theirs do.
  */
-export class MemoryEventStore implements EventStoreBackend {
+export class MemoryEventStoreBackend implements EventStoreBackend {
   readonly kind = 'memory';
   readonly #all: StoredEvent[] = [];
   readonly #streams = new Map<string, Stream>();

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { EventToStore, RecordedEvent } from '../backend.js';
 import { eventStoreBackendContract } from '../contract.js';
 import { EventStore } from '../event-store.js';
-import { PostgresEventStore } from './postgres-event-store.js';
+import { PostgresEventStoreBackend } from './postgres-event-store.js';
 
 const suite = await postgresForSuite('eventsourcing-postgres');
 const T0 = 1_750_000_000_000;
@@ -51,10 +51,10 @@ function countReadAlls(pool: pg.Pool): { readonly reads: number } {
   return counted;
 }
 
-describe('PostgresEventStore', { skip: suite.skip }, () => {
+describe('PostgresEventStoreBackend', { skip: suite.skip }, () => {
   const url = suite.url as string;
   const pools: pg.Pool[] = [];
-  const stores: PostgresEventStore[] = [];
+  const stores: PostgresEventStoreBackend[] = [];
   after(async () => {
     for (const store of stores) await store.close();
     for (const pool of pools) await pool.end();
@@ -62,24 +62,27 @@ describe('PostgresEventStore', { skip: suite.skip }, () => {
   });
 
   /** A store on a pool of its own (as another process would have), in `schema`. */
-  function open(schema: string, poolSize = 4): { store: PostgresEventStore; pool: pg.Pool } {
+  function open(schema: string, poolSize = 4): { store: PostgresEventStoreBackend; pool: pg.Pool } {
     const pool = new pg.Pool({ connectionString: url, max: poolSize });
     pool.on('error', () => {});
     pools.push(pool);
-    const store = new PostgresEventStore({ pool, schema });
+    const store = new PostgresEventStoreBackend({ pool, schema });
     stores.push(store);
     return { store, pool };
   }
 
   eventStoreBackendContract(
     'postgres',
-    async () => new PostgresEventStore({ connectionString: url, schema: `es_contract_${++schemas}` }),
+    async () => new PostgresEventStoreBackend({ connectionString: url, schema: `es_contract_${++schemas}` }),
   );
 
   it('validates its options', () => {
-    assert.throws(() => new PostgresEventStore({}), /pool/);
-    assert.throws(() => new PostgresEventStore({ connectionString: url, schema: 'Bad-Name' }), /schema/);
-    assert.throws(() => new PostgresEventStore({ connectionString: url, poolSize: 0 }), /poolSize/);
+    assert.throws(() => new PostgresEventStoreBackend({}), /pool/);
+    assert.throws(
+      () => new PostgresEventStoreBackend({ connectionString: url, schema: 'Bad-Name' }),
+      /schema/,
+    );
+    assert.throws(() => new PostgresEventStoreBackend({ connectionString: url, poolSize: 0 }), /poolSize/);
   });
 
   it('group-commits concurrent appends, each with its own outcome', async () => {

@@ -24,7 +24,7 @@ import {
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
 import { eventStoreMigrations } from './schema.js';
 
-export interface PostgresEventStoreOptions {
+export interface PostgresEventStoreBackendOptions {
   /** Your pg Pool: the store never ends it. The LISTEN connection for `watch` is taken from it. */
   readonly pool?: Pool;
   /** Or a connection string: the store creates its own pool and ends it on close. */
@@ -102,7 +102,7 @@ function int4Key(name: string): number {
  * each with its own outcome. Reads of all events wait at the commit horizon (see schema.ts) so subscribers never
  * skip an event; LISTEN/NOTIFY wakes watchers.
  */
-export class PostgresEventStore implements EventStoreBackend {
+export class PostgresEventStoreBackend implements EventStoreBackend {
   readonly kind = 'postgres';
   readonly schema: string;
   readonly #ownPool: { readonly connectionString: string; readonly max: number } | undefined;
@@ -117,7 +117,7 @@ export class PostgresEventStore implements EventStoreBackend {
   readonly #runningReads = new Map<number, Promise<RecordedEvent[]>>();
   #closed = false;
 
-  constructor(options: PostgresEventStoreOptions) {
+  constructor(options: PostgresEventStoreBackendOptions) {
     assertObject('options', options as unknown);
     const { pool, connectionString, poolSize = 10, schema = 'stratus' } = options;
     if ((pool === undefined) === (connectionString === undefined)) {

@@ -9,7 +9,7 @@ import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { CommandBus } from '../command-bus.js';
 import { EventStore } from '../event-store.js';
-import { MemoryEventStore } from '../memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
 import { registerConferenceServices } from './fixtures/conference-services.js';
 import {
   HAPPY_PATH_COMMANDS,
@@ -27,7 +27,7 @@ const EXPIRES_AT = T0 + 15 * 60_000;
 
 async function conference(options: { autoPay?: boolean } = {}) {
   const clock = new VirtualClock({ now: T0 });
-  const store = new EventStore({ backend: new MemoryEventStore(), clock });
+  const store = new EventStore({ backend: new MemoryEventStoreBackend(), clock });
   const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock });
   await messaging.createQueue('timeouts');
   const bus = new CommandBus({ clock });

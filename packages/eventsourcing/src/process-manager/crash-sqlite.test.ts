@@ -11,7 +11,7 @@ import { Messaging, SqliteMessageBackend } from '@stratus/messaging';
 import { runChild } from '@stratus/testkit';
 import { CommandBus } from '../command-bus.js';
 import { EventStore } from '../event-store.js';
-import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
+import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
 import {
   type RegistrationEvent,
   type RegistrationState,
@@ -45,7 +45,7 @@ async function crashIn(mode: 'before-send' | 'after-send') {
   child.kill('SIGKILL');
   assert.equal((await child.exited).signal, 'SIGKILL');
 
-  const store = new EventStore({ backend: new SqliteEventStore({ path: storePath }) });
+  const store = new EventStore({ backend: new SqliteEventStoreBackend({ path: storePath }) });
   const messaging = new Messaging({ backend: new SqliteMessageBackend({ path: queuePath }) });
   const manager = new ProcessManager<RegistrationState, RegistrationEvent>({
     definition: registrationProcess,

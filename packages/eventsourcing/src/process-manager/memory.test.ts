@@ -1,10 +1,10 @@
 import { EventStore } from '../event-store.js';
-import { MemoryEventStore } from '../memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
 import { processManagerContract } from './contract.js';
 
 processManagerContract('memory', {
   async open() {
-    const backend = new MemoryEventStore();
+    const backend = new MemoryEventStoreBackend();
     return {
       store: new EventStore({ backend }),
       reopen: async () => new EventStore({ backend }),

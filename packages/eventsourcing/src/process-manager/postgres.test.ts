@@ -1,7 +1,7 @@
 import { describe } from 'node:test';
 import { postgresForSuite } from '@stratus/testkit';
 import { EventStore } from '../event-store.js';
-import { PostgresEventStore } from '../postgres/postgres-event-store.js';
+import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
 import { processManagerContract } from './contract.js';
 
 const suite = await postgresForSuite('process-manager');
@@ -17,7 +17,9 @@ if (suite.skip) {
       const schema = `pm_${++schemas}`;
       // Each handle has its own pool, as another process would.
       const reopen = async () => {
-        const store = new EventStore({ backend: new PostgresEventStore({ connectionString: url, schema }) });
+        const store = new EventStore({
+          backend: new PostgresEventStoreBackend({ connectionString: url, schema }),
+        });
         opened.push(store);
         return store;
       };

@@ -4,7 +4,7 @@ import { InvalidOptionsError } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
 import { WrongExpectedVersionError } from '../errors.js';
 import { EventStore } from '../event-store.js';
-import { MemoryEventStore } from '../memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
 import type { ProcessDefinition, ProcessEvent, ProcessOutcome } from './definition.js';
 import { InvalidProcessOutcomeError, ProcessDispatchError } from './errors.js';
 import { countStreamReads, orderEvents, RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
@@ -45,7 +45,7 @@ function setup<State, Event extends ProcessEvent>(
   options: { timeouts?: boolean; store?: EventStore; maxAttempts?: number; cache?: ProcessCacheOptions } = {},
 ) {
   const clock = new VirtualClock({ now: T0 });
-  const store = options.store ?? new EventStore({ backend: new MemoryEventStore(), clock });
+  const store = options.store ?? new EventStore({ backend: new MemoryEventStoreBackend(), clock });
   const sender = new RecordingSender();
   const scheduler = new RecordingScheduler();
   const manager = new ProcessManager<State, Event>({
@@ -63,7 +63,7 @@ function setup<State, Event extends ProcessEvent>(
 
 describe('ProcessManager', () => {
   it('refuses bad options and bad input with InvalidOptionsError', async () => {
-    const store = new EventStore({ backend: new MemoryEventStore() });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend() });
     const commands = new RecordingSender();
     const make = (options: object) => () =>
       new ProcessManager({ store, commands, definition: reminder, ...options });
@@ -211,7 +211,7 @@ describe('ProcessManager', () => {
   });
 
   it('gives up with WrongExpectedVersionError after maxAttempts conflicts', async () => {
-    const inner = new EventStore({ backend: new MemoryEventStore() });
+    const inner = new EventStore({ backend: new MemoryEventStoreBackend() });
     const store = new Proxy(inner, {
       get(target, property) {
         if (property === 'appendToStream')
@@ -235,12 +235,12 @@ describe('ProcessManager', () => {
 });
 
 describe('ProcessManager with a cache', () => {
-  const memoryStore = () =>
-    new EventStore({ backend: new MemoryEventStore(), clock: new VirtualClock({ now: T0 }) });
+  const memoryEventStore = () =>
+    new EventStore({ backend: new MemoryEventStoreBackend(), clock: new VirtualClock({ now: T0 }) });
   const expiresAt = T0 + 15 * 60_000;
 
   it('reads the stream for a timeout it does not know: another instance may have scheduled it', async () => {
-    const shared = memoryStore();
+    const shared = memoryEventStore();
     const a = setup(reminder, { store: shared, cache: {} });
     const b = setup(reminder, { store: shared, cache: {} });
     await a.manager.handle({ id: 'e-1', type: 'Started', data: { id: 'r' } });
@@ -257,7 +257,7 @@ describe('ProcessManager with a cache', () => {
   });
 
   it('decides again on a fresh read when the definition refuses the event in the cached state', async () => {
-    const shared = memoryStore();
+    const shared = memoryEventStore();
     const readsOf = countStreamReads(shared);
     const a = setup(registrationProcess, { store: shared, cache: {} });
     const b = setup(registrationProcess, { store: shared, cache: {} });

@@ -5,7 +5,7 @@ import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
 import { waitUntil } from '@stratus/testkit';
 import { EventPublisher } from '../event-publisher.js';
 import { EventStore } from '../event-store.js';
-import { MemoryEventStore } from '../memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
 import type { ProcessDefinition, ProcessEvent } from './definition.js';
 import { UnknownProcessManagerError } from './errors.js';
 import { RecordingScheduler, RecordingSender } from './fixtures/helpers.js';
@@ -51,7 +51,7 @@ const placed = (orderId: string, conferenceId: string) => ({
 
 describe('ProcessRouter', () => {
   it('refuses bad managers and timeouts for a manager it does not have', async () => {
-    const store = new EventStore({ backend: new MemoryEventStore() });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend() });
     const { registration, tally } = managers(store);
     assert.throws(() => new ProcessRouter([]), InvalidOptionsError);
     assert.throws(() => new ProcessRouter([registration, registration]), /two process managers/);
@@ -72,7 +72,7 @@ describe('ProcessRouter', () => {
   });
 
   it('routes each event to every manager that correlates it, by correlation id', async () => {
-    const store = new EventStore({ backend: new MemoryEventStore() });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend() });
     const { registration, tally, sender } = managers(store);
     const router = new ProcessRouter([registration, tally]);
     const results = await router.route(placed('o-1', 'conf-1'));
@@ -96,7 +96,7 @@ describe('ProcessRouter', () => {
   });
 
   it('with concurrency, handles different processes at once and each process in order', async () => {
-    const store = new EventStore({ backend: new MemoryEventStore() });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend() });
     const seen: string[] = [];
     let inFlight = 0;
     let mostInFlight = 0;
@@ -150,7 +150,7 @@ describe('ProcessRouter', () => {
   });
 
   it('routes the events a publisher sends to a queue, a republished one recognised', async () => {
-    const store = new EventStore({ backend: new MemoryEventStore() });
+    const store = new EventStore({ backend: new MemoryEventStoreBackend() });
     const messaging = new Messaging({ backend: new MemoryMessageBackend() });
     await messaging.createTopic('orders');
     await messaging.subscribe('registration-events', { topics: 'orders' });

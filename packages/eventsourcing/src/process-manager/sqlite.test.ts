@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventStore } from '../event-store.js';
-import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
+import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
 import { processManagerContract } from './contract.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-process-manager-'));
@@ -14,7 +14,7 @@ processManagerContract('SQLite', {
     const path = join(directory, `pm-${++files}.db`);
     // Each handle opens the file on its own, as another process would.
     const reopen = async () => {
-      const store = new EventStore({ backend: new SqliteEventStore({ path }) });
+      const store = new EventStore({ backend: new SqliteEventStoreBackend({ path }) });
       opened.push(store);
       return store;
     };

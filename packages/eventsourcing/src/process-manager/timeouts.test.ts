@@ -15,7 +15,7 @@ import {
 } from '@stratus/messaging';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { EventStore } from '../event-store.js';
-import { MemoryEventStore } from '../memory/memory-event-store.js';
+import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
 import { orderEvents, RecordingSender } from './fixtures/helpers.js';
 import {
   RELEASE_BUFFER_MS,
@@ -43,7 +43,7 @@ for (const [label, openQueueBackend] of Object.entries(queues)) {
       const clock = new VirtualClock({ now: T0 });
       const messaging = new Messaging({ backend: openQueueBackend(), clock });
       await messaging.createQueue('timeouts');
-      const store = new EventStore({ backend: new MemoryEventStore(), clock });
+      const store = new EventStore({ backend: new MemoryEventStoreBackend(), clock });
       const sender = new RecordingSender();
       const manager = new ProcessManager<RegistrationState, RegistrationEvent>({
         definition: registrationProcess,

@@ -8,8 +8,8 @@ import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testki
 import pg from 'pg';
 import type { RecordedEvent } from '../backend.js';
 import { EventStore } from '../event-store.js';
-import { PostgresEventStore } from '../postgres/postgres-event-store.js';
-import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
+import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
+import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
 import {
   type AnnouncedChange,
   type DocumentKey,
@@ -122,7 +122,7 @@ describe('document projections on SQLite', () => {
 
   it('load, apply in memory and write back per batch; find by lookup; refuse undeclared documents', async () => {
     const database = openSqlite(join(directory, 'docs.db'));
-    const store = new EventStore({ backend: new SqliteEventStore({ database, watchIntervalMs: 5 }) });
+    const store = new EventStore({ backend: new SqliteEventStoreBackend({ database, watchIntervalMs: 5 }) });
     const target = new SqliteProjectionTarget({ database });
     await exercise(
       store,
@@ -140,7 +140,7 @@ describe('document projections on SQLite', () => {
   it('tells which documents changed once the batch committed', async () => {
     const path = join(directory, 'told.db');
     const database = openSqlite(path);
-    const store = new EventStore({ backend: new SqliteEventStore({ database, watchIntervalMs: 5 }) });
+    const store = new EventStore({ backend: new SqliteEventStoreBackend({ database, watchIntervalMs: 5 }) });
     const target = new SqliteProjectionTarget({ database });
     // Another connection sees only what was committed.
     const other = openSqlite(path);
@@ -186,7 +186,7 @@ describe('document projections on PostgreSQL', { skip: suite.skip }, () => {
   /** The exercise on a store, target and reader of their own in `schema`. */
   async function exerciseOnPostgres(schema: string): Promise<void> {
     const pool = new pg.Pool({ connectionString: suite.url, max: 4 });
-    const store = new EventStore({ backend: new PostgresEventStore({ pool, schema }) });
+    const store = new EventStore({ backend: new PostgresEventStoreBackend({ pool, schema }) });
     const target = new PostgresProjectionTarget({ pool, schema });
     const projection = (
       definition: DocumentProjectionDefinition,

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { postgresForSuite, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import { EventStore } from '../event-store.js';
-import { PostgresEventStore } from '../postgres/postgres-event-store.js';
+import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
 import { PostgresProjectionTarget } from './postgres-projection-target.js';
 import { type Projection, ProjectionRunner } from './projection-runner.js';
 import { activeVersion } from './target.js';
@@ -78,7 +78,7 @@ describe('PostgresProjectionTarget', { skip: suite.skip }, () => {
   it('runs an asynchronous projection over the PostgreSQL event store, blue/green', async () => {
     const schema = `pt_runner_${++schemas}`;
     const pool = newPool();
-    const store = new EventStore({ backend: new PostgresEventStore({ pool, schema }) });
+    const store = new EventStore({ backend: new PostgresEventStoreBackend({ pool, schema }) });
     stores.push(store);
     const target = new PostgresProjectionTarget({ pool, schema });
     const view = (version: number): Projection<pg.PoolClient> => ({

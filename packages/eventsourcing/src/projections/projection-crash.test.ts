@@ -12,8 +12,8 @@ import { openSqlite } from '@stratus/sql';
 import { postgresForSuite, runChild } from '@stratus/testkit';
 import pg from 'pg';
 import { EventStore } from '../event-store.js';
-import { PostgresEventStore } from '../postgres/postgres-event-store.js';
-import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
+import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
+import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
 import {
   dumpPostgresCrashView,
   dumpSqliteCrashView,
@@ -88,7 +88,7 @@ describe('a projection runner killed mid-batch', () => {
   it('SQLite: the view is completed by the next runner and matches a full rebuild', async () => {
     const path = join(directory, 'crash.db');
     const database = openSqlite(path);
-    const store = new EventStore({ backend: new SqliteEventStore({ database, watchIntervalMs: 20 }) });
+    const store = new EventStore({ backend: new SqliteEventStoreBackend({ database, watchIntervalMs: 20 }) });
     await crashAndRecover(
       store,
       new SqliteProjectionTarget({ database }),
@@ -106,7 +106,7 @@ describe('a projection runner killed mid-batch', () => {
     const schema = 'projection_crash';
     const pool = new pg.Pool({ connectionString: suite.url, max: 4 });
     pool.on('error', () => {});
-    const store = new EventStore({ backend: new PostgresEventStore({ pool, schema }) });
+    const store = new EventStore({ backend: new PostgresEventStoreBackend({ pool, schema }) });
     try {
       await crashAndRecover(
         store,

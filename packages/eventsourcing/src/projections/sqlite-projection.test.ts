@@ -7,7 +7,7 @@ import { openSqlite, type SqliteDatabase } from '@stratus/sql';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import type { RecordedEvent } from '../backend.js';
 import { EventStore } from '../event-store.js';
-import { SqliteEventStore } from '../sqlite/sqlite-event-store.js';
+import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
 import {
   type Projection,
   ProjectionRunner,
@@ -59,7 +59,7 @@ export const ordersView: Projection<SqliteDatabase> = {
 function open(clock?: VirtualClock) {
   const database = openDatabase(`p-${++files}.db`);
   const store = new EventStore({
-    backend: new SqliteEventStore({ database, watchIntervalMs: 5 }),
+    backend: new SqliteEventStoreBackend({ database, watchIntervalMs: 5 }),
     ...(clock ? { clock } : {}),
   });
   const target = new SqliteProjectionTarget({ database });

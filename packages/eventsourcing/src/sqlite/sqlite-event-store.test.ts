@@ -7,7 +7,7 @@ import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@strat
 import { countStatementRuns } from '@stratus/testkit';
 import { eventStoreBackendContract } from '../contract.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
-import { SqliteEventStore } from './sqlite-event-store.js';
+import { SqliteEventStoreBackend } from './sqlite-event-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-event-store-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
@@ -23,21 +23,24 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
   }
   eventStoreBackendContract(
     `sqlite (${driver})`,
-    async () => new SqliteEventStore({ path: freshPath(), driver }),
+    async () => new SqliteEventStoreBackend({ path: freshPath(), driver }),
   );
 }
 
-describe('SqliteEventStore', () => {
+describe('SqliteEventStoreBackend', () => {
   it('validates its options', () => {
-    assert.throws(() => new SqliteEventStore({}), /path/);
-    assert.throws(() => new SqliteEventStore({ path: '' }), /path/);
-    assert.throws(() => new SqliteEventStore({ path: freshPath(), watchIntervalMs: 0 }), /watchIntervalMs/);
-    assert.throws(() => new SqliteEventStore({ database: {} as never }), /database/);
+    assert.throws(() => new SqliteEventStoreBackend({}), /path/);
+    assert.throws(() => new SqliteEventStoreBackend({ path: '' }), /path/);
+    assert.throws(
+      () => new SqliteEventStoreBackend({ path: freshPath(), watchIntervalMs: 0 }),
+      /watchIntervalMs/,
+    );
+    assert.throws(() => new SqliteEventStoreBackend({ database: {} as never }), /database/);
   });
 
   it('shares a database: an append rolled back with the outer transaction leaves nothing behind', async () => {
     const database = openSqlite(freshPath());
-    const store = new SqliteEventStore({ database });
+    const store = new SqliteEventStoreBackend({ database });
     database.exec('CREATE TABLE orders (id TEXT PRIMARY KEY)');
     const event = { id: 'e-1', type: 'Placed', data: '{}', metadata: '{}', schemaVersion: 1 };
     await assert.rejects(
@@ -62,7 +65,7 @@ describe('SqliteEventStore', () => {
 
   it('groups concurrent appends into one transaction; a refused one does not undo the others', async () => {
     const database = openSqlite(freshPath());
-    const store = new SqliteEventStore({ database });
+    const store = new SqliteEventStoreBackend({ database });
     let transactions = 0;
     const transactionAsync = database.transactionAsync.bind(database);
     database.transactionAsync = (fn) => {
@@ -94,8 +97,8 @@ describe('SqliteEventStore', () => {
 
   it('on a database with group commit, an immediate append commits at once instead of with the turn', async () => {
     const database = openSqlite(freshPath(), { groupCommit: true });
-    const store = new SqliteEventStore({ database });
-    const other = new SqliteEventStore({ path: database.path });
+    const store = new SqliteEventStoreBackend({ database });
+    const other = new SqliteEventStoreBackend({ path: database.path });
     const event = (id: string) => ({ id, type: 'Placed', data: '{}', metadata: '{}', schemaVersion: 1 });
     const append = (stream: string, immediate: boolean) =>
       store.append({
@@ -118,7 +121,7 @@ describe('SqliteEventStore', () => {
 
   it("on a database with group commit, appends join the turn's commit even while another is pending", async () => {
     const database = openSqlite(freshPath(), { groupCommit: true });
-    const store = new SqliteEventStore({ database });
+    const store = new SqliteEventStoreBackend({ database });
     const event = (id: string) => ({ id, type: 'Placed', data: '{}', metadata: '{}', schemaVersion: 1 });
     const append = (i: number, expectedVersion: 'no-stream' | number) =>
       store.append({ streamName: `order-${i}`, expectedVersion, events: [event(`e-${i}`)], now: T0 });
@@ -160,7 +163,7 @@ describe('SqliteEventStore', () => {
       };
       return counter;
     }
-    const append = (store: SqliteEventStore, stream: string, ids: string[], from: number) =>
+    const append = (store: SqliteEventStoreBackend, stream: string, ids: string[], from: number) =>
       store.append({
         streamName: stream,
         expectedVersion: 'any',
@@ -171,7 +174,7 @@ describe('SqliteEventStore', () => {
 
     it('serves them without a query, one decoded event shared by every reader', async () => {
       const database = openSqlite(freshPath());
-      const store = new SqliteEventStore({ database });
+      const store = new SqliteEventStoreBackend({ database });
       const counter = countingReads(database);
       await append(store, 'order-1', ['a', 'b', 'c'], 1);
       const first = await store.readAll({ after: 0 });
@@ -182,7 +185,7 @@ describe('SqliteEventStore', () => {
       assert.deepEqual(await store.readAll({ after: 3 }), []);
       assert.equal(counter.reads, 0);
       // What the table holds, read through another connection, is the same.
-      const other = new SqliteEventStore({ path: database.path });
+      const other = new SqliteEventStoreBackend({ path: database.path });
       assert.deepEqual(await other.readAll({ after: 0 }), first);
       await other.close();
       await store.close();
@@ -192,8 +195,8 @@ describe('SqliteEventStore', () => {
     it('reads what another connection appended once, for every reader', async () => {
       const path = freshPath();
       const database = openSqlite(path);
-      const store = new SqliteEventStore({ database });
-      const other = new SqliteEventStore({ path });
+      const store = new SqliteEventStoreBackend({ database });
+      const other = new SqliteEventStoreBackend({ path });
       const counter = countingReads(database);
       const otherCounter = countingReads(other.database);
       await append(store, 'order-1', ['a', 'b'], 1);
@@ -224,10 +227,10 @@ describe('SqliteEventStore', () => {
 
     it('reads events older than the tail from the table', async () => {
       const path = freshPath();
-      const other = new SqliteEventStore({ path });
+      const other = new SqliteEventStoreBackend({ path });
       await append(other, 'order-2', ['a', 'b'], 1);
       const database = openSqlite(path);
-      const store = new SqliteEventStore({ database });
+      const store = new SqliteEventStoreBackend({ database });
       const counter = countingReads(database);
       await append(store, 'order-1', ['c'], 3);
       assert.equal(counter.reads, 0, 'a new tail starts at its first append');
@@ -240,7 +243,7 @@ describe('SqliteEventStore', () => {
 
     it('never serves an append whose transaction was rolled back', async () => {
       const database = openSqlite(freshPath());
-      const store = new SqliteEventStore({ database });
+      const store = new SqliteEventStoreBackend({ database });
       await append(store, 'order-1', ['a'], 1);
       assert.deepEqual(numbers(await store.readAll({ after: 0 })), [1]);
       // A transaction begun outside SqliteDatabase: the append joins it and cannot see its end.
@@ -258,8 +261,8 @@ describe('SqliteEventStore', () => {
 
   it('sees appends made through another connection to the same file', async () => {
     const path = freshPath();
-    const writer = new SqliteEventStore({ path });
-    const reader = new SqliteEventStore({ path, watchIntervalMs: 5 });
+    const writer = new SqliteEventStoreBackend({ path });
+    const reader = new SqliteEventStoreBackend({ path, watchIntervalMs: 5 });
     let woken!: () => void;
     const wake = new Promise<void>((resolve) => {
       woken = resolve;

@@ -24,7 +24,7 @@ import {
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
 import { EVENT_COLUMNS, type EventRow, READ_ALL_SQL, RecentEvents, recorded } from './recent-events.js';
 
-export interface SqliteEventStoreOptions {
+export interface SqliteEventStoreBackendOptions {
   /** A database file to open (created if missing); the store owns it and closes it on close(). */
   readonly path?: string;
   /**
@@ -133,7 +133,7 @@ function isUniqueViolation(error: unknown): boolean {
  * write lock (waiting without blocking the event loop), and watchers in other processes notice appends by polling
  * `PRAGMA data_version` (see WatchHub).
  */
-export class SqliteEventStore implements EventStoreBackend {
+export class SqliteEventStoreBackend implements EventStoreBackend {
   readonly kind = 'sqlite';
   readonly database: SqliteDatabase;
   readonly #owned: boolean;
@@ -145,7 +145,7 @@ export class SqliteEventStore implements EventStoreBackend {
     this.#appendBatch(requests),
   );
 
-  constructor(options: SqliteEventStoreOptions) {
+  constructor(options: SqliteEventStoreBackendOptions) {
     assertObject('options', options as unknown);
     const { path, database, driver, synchronous, busyTimeoutMs, checkpoint, watchIntervalMs = 25 } = options;
     assertDuration('watchIntervalMs', watchIntervalMs, { allowZero: false });

@@ -156,10 +156,6 @@ export class FilesystemBlobStore implements BlobStore {
   }
 }
 
-export function filesystemBlobStore(options: FilesystemBlobStoreOptions): FilesystemBlobStore {
-  return new FilesystemBlobStore(options);
-}
-
 const FAN_OUT_DIR = /^[0-9a-f]{2}$/;
 
 function fanOut(key: string): string {

@@ -71,7 +71,3 @@ export class MemoryBlobStore implements BlobStore {
     if (this.#closed) throw new BlobStoreClosedError(this.kind);
   }
 }
-
-export function memoryBlobStore(options?: MemoryBlobStoreOptions): MemoryBlobStore {
-  return new MemoryBlobStore(options);
-}

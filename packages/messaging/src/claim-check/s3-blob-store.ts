@@ -300,10 +300,6 @@ export class S3BlobStore implements BlobStore {
   }
 }
 
-export function s3BlobStore(options: S3BlobStoreOptions): S3BlobStore {
-  return new S3BlobStore(options);
-}
-
 function parseEndpoint(endpoint: unknown): URL {
   let url: URL;
   try {

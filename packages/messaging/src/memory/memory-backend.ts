@@ -657,7 +657,3 @@ function stored(record: Record): StoredMessage {
 function delivered(record: Record): DeliveredMessage {
   return { ...stored(record), lockToken: record.lockToken as string, lockedUntil: record.lockedUntil };
 }
-
-export function memoryMessageBackend(): MemoryMessageBackend {
-  return new MemoryMessageBackend();
-}

@@ -7,7 +7,7 @@ import type { OutgoingMessage, QueueSettings, ReceiveResult } from '../backend.j
 import { messageBackendContract } from '../contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
-import { type PostgresMessageBackend, postgresMessageBackend } from './postgres-backend.js';
+import { PostgresMessageBackend } from './postgres-backend.js';
 import { migrations } from './schema.js';
 import { topicPatternRegex } from './topic-regex.js';
 
@@ -29,7 +29,7 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
   const url = suite.url as string;
   after(() => suite.release());
 
-  messageBackendContract('postgres', async () => postgresMessageBackend({ connectionString: url }));
+  messageBackendContract('postgres', async () => new PostgresMessageBackend({ connectionString: url }));
 
   describe('on PostgreSQL', () => {
     const pools: pg.Pool[] = [];
@@ -41,7 +41,7 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       const pool = new pg.Pool({ connectionString: url, max: 4 });
       pool.on('error', () => {});
       pools.push(pool);
-      const backend = postgresMessageBackend({ pool, schema });
+      const backend = new PostgresMessageBackend({ pool, schema });
       backends.push(backend);
       return backend;
     }
@@ -102,12 +102,15 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
     });
 
     it('validates its options', () => {
-      assert.throws(() => postgresMessageBackend({}), /pool/);
+      assert.throws(() => new PostgresMessageBackend({}), /pool/);
       assert.throws(
-        () => postgresMessageBackend({ connectionString: url, pool: new pg.Pool() as pg.Pool }),
+        () => new PostgresMessageBackend({ connectionString: url, pool: new pg.Pool() as pg.Pool }),
         /pool/,
       );
-      assert.throws(() => postgresMessageBackend({ connectionString: url, schema: 'Bad-Name' }), /schema/);
+      assert.throws(
+        () => new PostgresMessageBackend({ connectionString: url, schema: 'Bad-Name' }),
+        /schema/,
+      );
     });
 
     it('migrates once when several instances start at the same time', async () => {

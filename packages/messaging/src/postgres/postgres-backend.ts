@@ -598,10 +598,6 @@ export class PostgresMessageBackend implements MessageBackend {
   }
 }
 
-export function postgresMessageBackend(options: PostgresMessageBackendOptions): PostgresMessageBackend {
-  return new PostgresMessageBackend(options);
-}
-
 function statements(schema: string) {
   const S = `"${schema}"`;
   const named = (key: string, text: string) => ({ name: `stratus_${schema}_${key}`, text });

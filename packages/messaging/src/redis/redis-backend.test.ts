@@ -21,7 +21,7 @@ import { messageBackendContract } from '../contract.js';
 import { MemoryMessageBackend } from '../memory/memory-backend.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { subscriptionMatches } from '../routing.js';
-import { redisMessageBackend } from './redis-backend.js';
+import { RedisMessageBackend } from './redis-backend.js';
 
 const suite = await redisForSuite('messaging-redis');
 
@@ -31,11 +31,11 @@ const msg = (id: string) => ({ id, body: new TextEncoder().encode(id) });
 
 describe('redis message backend options', () => {
   it('needs exactly one of client and url', () => {
-    assert.throws(() => redisMessageBackend({}), InvalidOptionsError);
+    assert.throws(() => new RedisMessageBackend({}), InvalidOptionsError);
     const client = new Redis({ lazyConnect: true });
-    assert.throws(() => redisMessageBackend({ client, url: 'redis://127.0.0.1' }), InvalidOptionsError);
-    assert.throws(() => redisMessageBackend({ client: {} as never }), /ioredis/);
-    assert.throws(() => redisMessageBackend({ client, keyPrefix: 5 as never }), /keyPrefix/);
+    assert.throws(() => new RedisMessageBackend({ client, url: 'redis://127.0.0.1' }), InvalidOptionsError);
+    assert.throws(() => new RedisMessageBackend({ client: {} as never }), /ioredis/);
+    assert.throws(() => new RedisMessageBackend({ client, keyPrefix: 5 as never }), /keyPrefix/);
     client.disconnect();
   });
 });
@@ -48,12 +48,13 @@ describe('redis message backend', { skip: suite.skip }, () => {
     client.disconnect();
   });
 
-  messageBackendContract('redis', async () =>
-    redisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}contract:` }),
+  messageBackendContract(
+    'redis',
+    async () => new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}contract:` }),
   );
 
   it('opens and closes its own connections from a url', async () => {
-    const backend = redisMessageBackend({ url, keyPrefix: `${suite.keyPrefix}url:` });
+    const backend = new RedisMessageBackend({ url, keyPrefix: `${suite.keyPrefix}url:` });
     await backend.putQueue('q', settings);
     await backend.send('q', [msg('a')], T0);
     const woken = new Promise<void>((resolve) => backend.watch('q', resolve));
@@ -66,9 +67,9 @@ describe('redis message backend', { skip: suite.skip }, () => {
 
   it('two instances competing for one queue never deliver a message twice', async () => {
     const keyPrefix = `${suite.keyPrefix}compete:`;
-    const one = redisMessageBackend({ client, keyPrefix });
+    const one = new RedisMessageBackend({ client, keyPrefix });
     const other = new Redis(url);
-    const two = redisMessageBackend({ client: other, keyPrefix });
+    const two = new RedisMessageBackend({ client: other, keyPrefix });
     try {
       await one.putQueue('work', settings);
       const total = 2000;
@@ -108,8 +109,8 @@ describe('redis message backend', { skip: suite.skip }, () => {
 
   it('wakes a watcher on another instance', async () => {
     const keyPrefix = `${suite.keyPrefix}wake:`;
-    const sender = redisMessageBackend({ client, keyPrefix });
-    const watcher = redisMessageBackend({ url, keyPrefix });
+    const sender = new RedisMessageBackend({ client, keyPrefix });
+    const watcher = new RedisMessageBackend({ url, keyPrefix });
     try {
       await sender.putQueue('q', settings);
       let wakes = 0;
@@ -131,7 +132,7 @@ describe('redis message backend', { skip: suite.skip }, () => {
   });
 
   it('reloads its scripts after SCRIPT FLUSH', async () => {
-    const backend = redisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}flush:` });
+    const backend = new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}flush:` });
     await backend.putQueue('q', settings);
     await backend.send('q', [msg('a')], T0);
     await client.script('FLUSH');
@@ -152,7 +153,7 @@ describe('redis message backend', { skip: suite.skip }, () => {
       calls.push(command);
       return (callBuffer as (...args: unknown[]) => unknown)(command, ...rest);
     }) as typeof counted.callBuffer;
-    const backend = redisMessageBackend({ client: counted, keyPrefix: `${suite.keyPrefix}car:` });
+    const backend = new RedisMessageBackend({ client: counted, keyPrefix: `${suite.keyPrefix}car:` });
     await backend.putQueue('s', { ...settings, sessions: true });
     const inSession = (id: string) => ({ ...msg(id), sessionId: 'A' });
     await backend.send('s', [inSession('a1'), inSession('a2'), inSession('a3')], T0);
@@ -181,7 +182,7 @@ describe('redis message backend', { skip: suite.skip }, () => {
 
   it('keeps every key of a queue in its hash slot, under the key prefix', async () => {
     const keyPrefix = `${suite.keyPrefix}slots:`;
-    const backend = redisMessageBackend({ client, keyPrefix });
+    const backend = new RedisMessageBackend({ client, keyPrefix });
     await backend.putQueue('orders', { ...settings, sessions: true });
     await backend.send(
       'orders',
@@ -202,7 +203,7 @@ describe('redis message backend', { skip: suite.skip }, () => {
   });
 
   it('routes published messages as routing.ts does (patterns and filters evaluated in Lua)', async () => {
-    const backend = redisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}routing:` });
+    const backend = new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}routing:` });
     const random = generator(42);
     const below = (n: number) => Math.floor(random() * n);
     const pick = <T>(values: readonly T[]): T => values[below(values.length)] as T;
@@ -265,7 +266,7 @@ describe('redis message backend', { skip: suite.skip }, () => {
   });
 
   it('behaves like the memory backend on random operation sequences', async () => {
-    const backend = redisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}differential:` });
+    const backend = new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}differential:` });
     try {
       for (let seed = 1; seed <= 8; seed++)
         await compareWithMemory(seed, backend, new MemoryMessageBackend());
@@ -303,7 +304,7 @@ describe('redis message backend across a server restart', {
       return child;
     };
     let server: ChildProcess = await start();
-    const backend = redisMessageBackend({ url: `redis://127.0.0.1:${port}`, keyPrefix: 'restart:' });
+    const backend = new RedisMessageBackend({ url: `redis://127.0.0.1:${port}`, keyPrefix: 'restart:' });
     try {
       await backend.putQueue('q', settings);
       let wakes = 0;

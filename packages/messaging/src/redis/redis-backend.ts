@@ -533,10 +533,6 @@ export class RedisMessageBackend implements MessageBackend {
   }
 }
 
-export function redisMessageBackend(options: RedisMessageBackendOptions): RedisMessageBackend {
-  return new RedisMessageBackend(options);
-}
-
 function isScriptError(error: unknown, code: string): boolean {
   return error instanceof Error && error.message.includes(code);
 }

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import type { DeliveredMessage, OutgoingMessage, QueueSettings } from '../backend.js';
 import { UnknownQueueError } from '../errors.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
-import { type RedisMessageBackend, redisMessageBackend } from './redis-backend.js';
+import { RedisMessageBackend } from './redis-backend.js';
 import { BLOB_MIN_MESSAGES, SCRIPTS } from './scripts.js';
 
 const suite = await redisForSuite('messaging-redis-blobs');
@@ -53,7 +53,7 @@ describe('redis message backend: payloads in blobs', { skip: suite.skip }, () =>
   /** A backend with a queue of its own and helpers that look at the queue's keys. */
   async function setup(queueSettings: QueueSettings = settings) {
     const keyPrefix = `${suite.keyPrefix}${++queues}:`;
-    const backend = redisMessageBackend({ client, keyPrefix });
+    const backend = new RedisMessageBackend({ client, keyPrefix });
     await backend.putQueue('q', queueSettings);
     const base = `${keyPrefix}q:{q}:`;
     return {

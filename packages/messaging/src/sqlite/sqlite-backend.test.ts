@@ -11,7 +11,7 @@ import type { QueueSettings } from '../backend.js';
 import { messageBackendContract } from '../contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
-import { BackendClosedError, sqliteMessageBackend } from './sqlite-backend.js';
+import { BackendClosedError, SqliteMessageBackend } from './sqlite-backend.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-backend-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
@@ -24,8 +24,9 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
     describe(`MessageBackend contract: sqlite (${driver})`, { skip: available }, () => {});
     continue;
   }
-  messageBackendContract(`sqlite (${driver})`, async () =>
-    sqliteMessageBackend({ path: freshPath(), driver }),
+  messageBackendContract(
+    `sqlite (${driver})`,
+    async () => new SqliteMessageBackend({ path: freshPath(), driver }),
   );
 }
 
@@ -46,7 +47,7 @@ async function withChildren<T>(children: ChildHandle[], run: () => Promise<T>): 
 describe('SQLite message backend', () => {
   it('keeps messages, dead letters and session state across a reopen', async () => {
     const path = freshPath();
-    const first = sqliteMessageBackend({ path });
+    const first = new SqliteMessageBackend({ path });
     await first.putQueue('orders', { ...settings, sessions: true });
     await first.send('orders', [{ id: 'a', body: body('kept'), sessionId: 'S', headers: { k: 'v' } }], T0);
     await first.send('orders', [{ id: 'b', body: body('dead') }], T0);
@@ -55,7 +56,7 @@ describe('SQLite message backend', () => {
     await first.deadLetter('orders', messages[1]?.lockToken as string, 'bad', 'why', T0);
     await first.close();
 
-    const second = sqliteMessageBackend({ path });
+    const second = new SqliteMessageBackend({ path });
     try {
       assert.deepEqual(await second.getQueue('orders'), { ...settings, sessions: true });
       const [kept] = await second.peek('orders', { limit: 10 });
@@ -81,7 +82,7 @@ describe('SQLite message backend', () => {
 
   it('never reuses a sequence of a queue, even after its highest message is completed or purged', async () => {
     const path = freshPath();
-    const backend = sqliteMessageBackend({ path });
+    const backend = new SqliteMessageBackend({ path });
     try {
       await backend.putQueue('q', settings);
       const [first] = await backend.send('q', [{ id: 'a', body: body('a') }], T0);
@@ -100,7 +101,7 @@ describe('SQLite message backend', () => {
   });
 
   it('forgets expired duplicate ids as sends go, so the table stays bounded', async () => {
-    const backend = sqliteMessageBackend({ path: freshPath() });
+    const backend = new SqliteMessageBackend({ path: freshPath() });
     try {
       await backend.putQueue('q', { ...settings, duplicateWindowMs: 1000 });
       for (let round = 0; round < 10; round++) {
@@ -119,7 +120,7 @@ describe('SQLite message backend', () => {
 
   it('commits the sends of one turn together unless told not to, each still accepted or refused on its own', async () => {
     for (const groupCommit of [undefined, false]) {
-      const backend = sqliteMessageBackend({
+      const backend = new SqliteMessageBackend({
         path: freshPath(),
         ...(groupCommit === undefined ? {} : { groupCommit }),
       });
@@ -144,12 +145,12 @@ describe('SQLite message backend', () => {
   it('shares a database it was given and leaves it open on close', async () => {
     const database = openSqlite(freshPath());
     try {
-      const backend = sqliteMessageBackend({ database });
+      const backend = new SqliteMessageBackend({ database });
       await backend.putQueue('q', settings);
       await backend.close();
       await assert.rejects(backend.listQueues(), BackendClosedError);
       assert.ok(database.isOpen);
-      const other = sqliteMessageBackend({ database });
+      const other = new SqliteMessageBackend({ database });
       assert.deepEqual(await other.listQueues(), ['q']);
       await other.close();
     } finally {
@@ -159,8 +160,8 @@ describe('SQLite message backend', () => {
 
   it('wakes a watcher on another backend of the same file at once', async () => {
     const path = freshPath();
-    const watching = sqliteMessageBackend({ path, watchIntervalMs: 60_000 });
-    const sending = sqliteMessageBackend({ path });
+    const watching = new SqliteMessageBackend({ path, watchIntervalMs: 60_000 });
+    const sending = new SqliteMessageBackend({ path });
     try {
       await sending.putQueue('q', settings);
       let stop = () => {};
@@ -183,7 +184,7 @@ describe('SQLite message backend', () => {
       for (const child of children) child.send({ go: true });
       await Promise.all(children.map((child) => child.nextMessage(isType('done'), 30_000)));
     });
-    const backend = sqliteMessageBackend({ path });
+    const backend = new SqliteMessageBackend({ path });
     try {
       const versions = backend.database.prepare('SELECT component, version FROM stratus_schema').all();
       assert.deepEqual(
@@ -199,7 +200,7 @@ describe('SQLite message backend', () => {
   it('two processes competing for one queue get every message exactly once', async (t) => {
     const path = freshPath();
     const total = 2000;
-    const backend = sqliteMessageBackend({ path });
+    const backend = new SqliteMessageBackend({ path });
     await backend.putQueue('work', settings);
     await backend.send(
       'work',
@@ -234,7 +235,7 @@ describe('SQLite message backend', () => {
 
   it('redelivers the messages of a SIGKILLed consumer once their locks expire', async () => {
     const path = freshPath();
-    const backend = sqliteMessageBackend({ path });
+    const backend = new SqliteMessageBackend({ path });
     try {
       await backend.putQueue('q', settings);
       await backend.send(
@@ -270,7 +271,7 @@ describe('SQLite message backend', () => {
 
   it('wakes a watcher in another thread of this process at once, not at its next poll', async () => {
     const path = freshPath();
-    const watching = sqliteMessageBackend({ path, watchIntervalMs: 60_000 });
+    const watching = new SqliteMessageBackend({ path, watchIntervalMs: 60_000 });
     try {
       await watching.putQueue('q', settings);
       let stop = () => {};
@@ -297,7 +298,7 @@ describe('SQLite message backend', () => {
 
   it('wakes a watcher in another process within its poll interval', async () => {
     const path = freshPath();
-    const backend = sqliteMessageBackend({ path });
+    const backend = new SqliteMessageBackend({ path });
     try {
       await backend.putQueue('q', settings);
       await backend.putQueue('other', settings);

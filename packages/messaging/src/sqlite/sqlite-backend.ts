@@ -948,8 +948,3 @@ function retainedMessage(row: RetainedRow): OutgoingMessage {
     headers: row.headers === null ? undefined : (JSON.parse(row.headers) as Record<string, string>),
   };
 }
-
-/** Identifies the database file among backends in this process; every in-memory database is its own. */
-export function sqliteMessageBackend(options: SqliteMessageBackendOptions): SqliteMessageBackend {
-  return new SqliteMessageBackend(options);
-}

@@ -57,7 +57,3 @@ export class MemoryCircuitStateStore implements CircuitStateStore {
     };
   }
 }
-
-export function memoryCircuitStateStore(): MemoryCircuitStateStore {
-  return new MemoryCircuitStateStore();
-}

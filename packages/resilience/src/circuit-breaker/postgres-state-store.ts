@@ -232,9 +232,3 @@ export class PostgresCircuitStateStore implements CircuitStateStore {
     for (const listener of this.#listeners.of(key)) listener(record);
   }
 }
-
-export function postgresCircuitStateStore(
-  options: PostgresCircuitStateStoreOptions,
-): PostgresCircuitStateStore {
-  return new PostgresCircuitStateStore(options);
-}

@@ -160,7 +160,3 @@ export class RedisCircuitStateStore implements CircuitStateStore {
     return this.#subscriber;
   }
 }
-
-export function redisCircuitStateStore(options: RedisCircuitStateStoreOptions): RedisCircuitStateStore {
-  return new RedisCircuitStateStore(options);
-}

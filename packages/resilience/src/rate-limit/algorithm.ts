@@ -88,7 +88,7 @@ export interface BindOptions extends Required<Pick<LimiterOptions, 'name' | 'clo
   readonly softLimit: LimiterOptions['softLimit'];
 }
 
-/** Where a limiter keeps its counters: memoryStore(), redisStore(...) or postgresStore(...). */
+/** Where a limiter keeps its counters: new MemoryRateLimitStore(), new RedisRateLimitStore(...) or new PostgresRateLimitStore(...). */
 export interface RateLimitStore {
   readonly kind: string;
   /** Builds a limiter running `algorithm` on this store (called by the limiter factories). */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
 import { concurrencyLimit } from './concurrency.js';
-import { memoryStore } from './memory-store.js';
+import { MemoryRateLimitStore } from './memory-store.js';
 import { storeSuites } from './stores.test.helper.js';
 
 const suites = await storeSuites('rate-limit-concurrency');
@@ -76,7 +76,7 @@ describe('concurrency limit options', () => {
 
   test('in memory, leases do not expire unless asked to', () => {
     const clock = new VirtualClock();
-    const limiter = concurrencyLimit({ maxInFlight: 1, clock, store: memoryStore() });
+    const limiter = concurrencyLimit({ maxInFlight: 1, clock, store: new MemoryRateLimitStore() });
     const held = limiter.tryAcquire('k');
     assert.equal(held.allowed, true);
     const refused = limiter.tryAcquire('k');

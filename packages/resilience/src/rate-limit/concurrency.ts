@@ -1,7 +1,7 @@
 import { assertDuration, assertInteger, assertObject, InvalidOptionsError } from '@stratus/core';
 import type { Algorithm, PostgresProgram, RedisProgram } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
-import type { MemoryStore } from './memory-store.js';
+import type { MemoryRateLimitStore } from './memory-store.js';
 import type { Lease, LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
 
 export interface ConcurrencyLimitOptions extends LimiterOptions, StoreOption {
@@ -21,7 +21,7 @@ export interface ConcurrencyLimitOptions extends LimiterOptions, StoreOption {
  * (Infinity without expiry): a bound for planning, since holders usually release much sooner.
  */
 export function concurrencyLimit(
-  options: ConcurrencyLimitOptions & { store?: MemoryStore },
+  options: ConcurrencyLimitOptions & { store?: MemoryRateLimitStore },
 ): LocalRateLimiter;
 export function concurrencyLimit(options: ConcurrencyLimitOptions): RateLimiter;
 export function concurrencyLimit(options: ConcurrencyLimitOptions): RateLimiter {

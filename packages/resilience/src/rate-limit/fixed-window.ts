@@ -1,6 +1,6 @@
 import { LimitPerWindow, type PostgresProgram, type RedisProgram, type SqlTerms } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
-import type { MemoryStore } from './memory-store.js';
+import type { MemoryRateLimitStore } from './memory-store.js';
 import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
 
 export interface FixedWindowOptions extends LimiterOptions, StoreOption {
@@ -15,7 +15,7 @@ export interface FixedWindowOptions extends LimiterOptions, StoreOption {
  * but a client can spend a whole quota at the end of one window and another at the start of the next: up
  * to 2 × limit within a moment. Use a sliding window, a token bucket or GCRA where that matters.
  */
-export function fixedWindow(options: FixedWindowOptions & { store?: MemoryStore }): LocalRateLimiter;
+export function fixedWindow(options: FixedWindowOptions & { store?: MemoryRateLimitStore }): LocalRateLimiter;
 export function fixedWindow(options: FixedWindowOptions): RateLimiter;
 export function fixedWindow(options: FixedWindowOptions): RateLimiter {
   return createLimiter(new FixedWindow(options), options);

@@ -1,7 +1,7 @@
 import { assertDuration, assertInteger, assertObject } from '@stratus/core';
 import { type Algorithm, type PostgresProgram, type RedisProgram, TIME_EPSILON_MS } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
-import type { MemoryStore } from './memory-store.js';
+import type { MemoryRateLimitStore } from './memory-store.js';
 import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
 
 export interface GcraOptions extends LimiterOptions, StoreOption {
@@ -18,7 +18,7 @@ export interface GcraOptions extends LimiterOptions, StoreOption {
  * admitted when it does not push the TAT more than `burst` emission intervals past now. Equivalent to a
  * token bucket of `burst` tokens refilled at limit/periodMs, with the smallest state of all (one number).
  */
-export function gcra(options: GcraOptions & { store?: MemoryStore }): LocalRateLimiter;
+export function gcra(options: GcraOptions & { store?: MemoryRateLimitStore }): LocalRateLimiter;
 export function gcra(options: GcraOptions): RateLimiter;
 export function gcra(options: GcraOptions): RateLimiter {
   return createLimiter(new Gcra(options), options);

@@ -1,6 +1,6 @@
 import { assertObject, type Clock, describe, InvalidOptionsError, systemClock } from '@stratus/core';
 import type { Algorithm, RateLimitStore } from './algorithm.js';
-import { MemoryStore } from './memory-store.js';
+import { MemoryRateLimitStore } from './memory-store.js';
 import { validateSoftLimit } from './observer.js';
 import type { LimiterOptions, RateLimiter } from './types.js';
 
@@ -9,7 +9,7 @@ export interface StoreOption {
   store?: RateLimitStore;
 }
 
-const defaultMemoryStore = new MemoryStore();
+const defaultMemoryStore = new MemoryRateLimitStore();
 
 /** Validates the options common to every limiter and binds `algorithm` to its store. */
 export function createLimiter(
@@ -25,7 +25,10 @@ export function createLimiter(
   validateSoftLimit(options.softLimit);
   const store = options.store ?? defaultMemoryStore;
   if (typeof (store as { bind?: unknown }).bind !== 'function') {
-    throw new InvalidOptionsError('store', 'expected memoryStore(), redisStore(...) or postgresStore(...)');
+    throw new InvalidOptionsError(
+      'store',
+      'expected new MemoryRateLimitStore(), new RedisRateLimitStore(...) or new PostgresRateLimitStore(...)',
+    );
   }
   return store.bind(algorithm, { name, clock, softLimit: options.softLimit });
 }

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
 import { concurrencyLimit } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
-import { memoryStore } from './memory-store.js';
+import { MemoryRateLimitStore } from './memory-store.js';
 import { tokenBucket } from './token-bucket.js';
 
 describe('memory store', () => {
@@ -13,7 +13,7 @@ describe('memory store', () => {
       limit: 5,
       windowMs: 1000,
       clock,
-      store: memoryStore({ minSweepSize: 100 }),
+      store: new MemoryRateLimitStore({ minSweepSize: 100 }),
     });
     let largest = 0;
     for (let i = 0; i < 20_000; i++) {
@@ -31,7 +31,7 @@ describe('memory store', () => {
       refillRate: 1,
       refillIntervalMs: 60_000,
       clock,
-      store: memoryStore({ minSweepSize: 10 }),
+      store: new MemoryRateLimitStore({ minSweepSize: 10 }),
     });
     limiter.tryAcquire('busy', 2);
     for (let i = 0; i < 1000; i++) {
@@ -43,14 +43,18 @@ describe('memory store', () => {
 
   test('keeps keys holding concurrency leases', () => {
     const clock = new VirtualClock();
-    const limiter = concurrencyLimit({ maxInFlight: 1, clock, store: memoryStore({ minSweepSize: 10 }) });
+    const limiter = concurrencyLimit({
+      maxInFlight: 1,
+      clock,
+      store: new MemoryRateLimitStore({ minSweepSize: 10 }),
+    });
     assert.equal(limiter.tryAcquire('held').allowed, true);
     for (let i = 0; i < 100; i++) void limiter.tryAcquire(`other-${i}`).lease?.release();
     assert.equal(limiter.tryAcquire('held').allowed, false);
   });
 
   test('validates its options', () => {
-    assert.throws(() => memoryStore({ minSweepSize: 0 }), /minSweepSize/);
+    assert.throws(() => new MemoryRateLimitStore({ minSweepSize: 0 }), /minSweepSize/);
     assert.throws(() => fixedWindow({ limit: 1, windowMs: 1, store: {} as never }), /store/);
   });
 });

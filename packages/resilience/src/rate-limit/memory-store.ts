@@ -3,7 +3,7 @@ import { type Algorithm, assertCost, type BindOptions, type RateLimitStore } fro
 import { LimiterObserver } from './observer.js';
 import type { Lease, LocalRateLimiter, RateLimiterEvent, RateLimitResult } from './types.js';
 
-export interface MemoryStoreOptions {
+export interface MemoryRateLimitStoreOptions {
   /**
    * Keys held before idle ones are first swept (default 1024). A sweep drops every key whose state is as
    * good as new, and the next one waits until the map has doubled, so memory follows the number of keys
@@ -13,11 +13,11 @@ export interface MemoryStoreOptions {
 }
 
 /** Counters in this process's memory: synchronous `tryAcquire`, nothing shared with other processes. */
-export class MemoryStore implements RateLimitStore {
+export class MemoryRateLimitStore implements RateLimitStore {
   readonly kind = 'memory';
   readonly #minSweepSize: number;
 
-  constructor(options: MemoryStoreOptions = {}) {
+  constructor(options: MemoryRateLimitStoreOptions = {}) {
     assertObject('options', options as unknown);
     this.#minSweepSize = options.minSweepSize ?? 1024;
     assertInteger('minSweepSize', this.#minSweepSize, 1);
@@ -26,10 +26,6 @@ export class MemoryStore implements RateLimitStore {
   bind(algorithm: Algorithm<unknown>, options: BindOptions): LocalRateLimiter {
     return new MemoryRateLimiter(algorithm, options, this.#minSweepSize);
   }
-}
-
-export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
-  return new MemoryStore(options);
 }
 
 const resolved = Promise.resolve();

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { concurrencyLimit } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
-import { postgresStore } from './postgres-store.js';
+import { PostgresRateLimitStore } from './postgres-store.js';
 import { slidingWindowCounter } from './sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log.js';
 import { tokenBucket } from './token-bucket.js';
@@ -15,11 +15,14 @@ import type { RateLimitResult } from './types.js';
 describe('postgres store options', () => {
   test('are validated', () => {
     const pool = { query: async () => ({ rows: [] }) } as never;
-    assert.throws(() => postgresStore({ pool: {} as never }), InvalidOptionsError);
-    assert.throws(() => postgresStore({ pool, tablePrefix: 'limits; DROP TABLE users' }), /tablePrefix/);
-    assert.throws(() => postgresStore({ pool, tablePrefix: 'Mixed' }), /tablePrefix/);
-    assert.throws(() => postgresStore({ pool, purgeIntervalMs: -1 }), /purgeIntervalMs/);
-    assert.throws(() => postgresStore({ pool, time: 'local' as never }), /time/);
+    assert.throws(() => new PostgresRateLimitStore({ pool: {} as never }), InvalidOptionsError);
+    assert.throws(
+      () => new PostgresRateLimitStore({ pool, tablePrefix: 'limits; DROP TABLE users' }),
+      /tablePrefix/,
+    );
+    assert.throws(() => new PostgresRateLimitStore({ pool, tablePrefix: 'Mixed' }), /tablePrefix/);
+    assert.throws(() => new PostgresRateLimitStore({ pool, purgeIntervalMs: -1 }), /purgeIntervalMs/);
+    assert.throws(() => new PostgresRateLimitStore({ pool, time: 'local' as never }), /time/);
   });
 });
 
@@ -34,7 +37,7 @@ describe('postgres store', { skip: suite.skip }, () => {
 
   test('creates its tables on first use, in a schema if asked', async () => {
     await pool.query('CREATE SCHEMA limits');
-    const store = postgresStore({ pool, tablePrefix: 'limits.rl', purgeIntervalMs: 0 });
+    const store = new PostgresRateLimitStore({ pool, tablePrefix: 'limits.rl', purgeIntervalMs: 0 });
     const limiter = tokenBucket({ store, name: 'api', capacity: 3, refillRate: 1 });
     assert.equal((await limiter.acquire('k')).remaining, 2);
     const { rows } = await pool.query("SELECT key FROM limits.rl_token_bucket WHERE key = 'api:k'");
@@ -48,7 +51,11 @@ describe('postgres store', { skip: suite.skip }, () => {
       for (let round = 0; round < 5; round++) {
         await Promise.all(
           pools.map((p) => {
-            const store = postgresStore({ pool: p, tablePrefix: `race${round}`, purgeIntervalMs: 0 });
+            const store = new PostgresRateLimitStore({
+              pool: p,
+              tablePrefix: `race${round}`,
+              purgeIntervalMs: 0,
+            });
             return tokenBucket({ store, name: 'r', capacity: 1, refillRate: 1 }).acquire('k', 0);
           }),
         );
@@ -64,7 +71,7 @@ describe('postgres store', { skip: suite.skip }, () => {
 
   test('purgeExpired deletes only the rows that are as good as new', async () => {
     const clock = new VirtualClock();
-    const store = postgresStore({ pool, tablePrefix: 'purge', time: clock, purgeIntervalMs: 0 });
+    const store = new PostgresRateLimitStore({ pool, tablePrefix: 'purge', time: clock, purgeIntervalMs: 0 });
     const limiter = fixedWindow({ store, name: 'p', limit: 5, windowMs: 1000 });
     await limiter.acquire('early');
     await clock.advance(1000);
@@ -76,7 +83,12 @@ describe('postgres store', { skip: suite.skip }, () => {
 
   test('a purge timer deletes idle rows in the background until close()', async () => {
     const clock = new VirtualClock();
-    const store = postgresStore({ pool, tablePrefix: 'timed', time: clock, purgeIntervalMs: 5000 });
+    const store = new PostgresRateLimitStore({
+      pool,
+      tablePrefix: 'timed',
+      time: clock,
+      purgeIntervalMs: 5000,
+    });
     await fixedWindow({ store, name: 't', limit: 1, windowMs: 1000 }).acquire('k');
     const rows = async () =>
       (await pool.query('SELECT count(*)::int AS n FROM timed_fixed_window')).rows[0].n;
@@ -95,7 +107,7 @@ describe('postgres store', { skip: suite.skip }, () => {
   test("decides alike whatever pg's process-wide type parsers are", async () => {
     const run = async (tablePrefix: string) => {
       const clock = new VirtualClock({ now: 1_750_000_000_000 });
-      const store = postgresStore({ pool, tablePrefix, time: clock, purgeIntervalMs: 0 });
+      const store = new PostgresRateLimitStore({ pool, tablePrefix, time: clock, purgeIntervalMs: 0 });
       const limiters = [
         tokenBucket({ store, name: 'bucket', capacity: 2, refillRate: 1 }),
         fixedWindow({ store, name: 'fixed', limit: 2, windowMs: 1000 }),

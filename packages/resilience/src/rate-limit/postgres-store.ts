@@ -25,7 +25,7 @@ import type { Lease, RateLimiter, RateLimiterEvent, RateLimitResult } from './ty
 /** The part of a pg Pool (or Client) the store uses. */
 export type PostgresQueryable = Pick<Pool, 'query'>;
 
-export interface PostgresStoreOptions {
+export interface PostgresRateLimitStoreOptions {
   /** A pg Pool you own: the store never ends it. */
   pool: PostgresQueryable;
   /**
@@ -36,7 +36,7 @@ export interface PostgresStoreOptions {
   /**
    * Whose clock decides windows and refills. 'server' (default): PostgreSQL's statement_timestamp(), so
    * every process sees one clock and skew between application hosts does not matter. A Clock: the caller's
-   * `now()` (tests on a virtual clock; see RedisStoreOptions.time for what skew then does).
+   * `now()` (tests on a virtual clock; see RedisRateLimitStoreOptions.time for what skew then does).
    */
   time?: 'server' | Clock;
   /**
@@ -55,7 +55,7 @@ const identifier = /^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$/;
  * one statement (an INSERT ... ON CONFLICT DO UPDATE ... RETURNING, prepared once per connection), atomic
  * under the row lock it takes.
  */
-export class PostgresStore implements RateLimitStore {
+export class PostgresRateLimitStore implements RateLimitStore {
   readonly kind = 'postgres';
   readonly pool: PostgresQueryable;
   readonly tablePrefix: string;
@@ -66,7 +66,7 @@ export class PostgresStore implements RateLimitStore {
   #purgeTimer: TimerHandle | undefined;
   #closed = false;
 
-  constructor(options: PostgresStoreOptions) {
+  constructor(options: PostgresRateLimitStoreOptions) {
     assertObject('options', options as unknown);
     const { pool, tablePrefix = 'stratus_rate_limit', time = 'server', purgeIntervalMs = 60_000 } = options;
     if (typeof (pool as { query?: unknown })?.query !== 'function') {
@@ -162,10 +162,6 @@ export class PostgresStore implements RateLimitStore {
   }
 }
 
-export function postgresStore(options: PostgresStoreOptions): PostgresStore {
-  return new PostgresStore(options);
-}
-
 interface Statement {
   readonly name: string;
   readonly text: string;
@@ -212,7 +208,7 @@ class PostgresRateLimiter implements RateLimiter {
   readonly limit: number;
   readonly windowMs: number | undefined;
   readonly leased: boolean;
-  readonly #owner: PostgresStore;
+  readonly #owner: PostgresRateLimitStore;
   readonly #algorithm: Algorithm<unknown>;
   readonly #program: PostgresProgram;
   readonly #observer: LimiterObserver;
@@ -222,7 +218,7 @@ class PostgresRateLimiter implements RateLimiter {
   readonly #reset: Statement;
   #ready = false;
 
-  constructor(owner: PostgresStore, algorithm: Algorithm<unknown>, options: BindOptions) {
+  constructor(owner: PostgresRateLimitStore, algorithm: Algorithm<unknown>, options: BindOptions) {
     this.#owner = owner;
     this.#algorithm = algorithm;
     this.#program = algorithm.postgres;
@@ -295,7 +291,7 @@ class PostgresLease implements Lease {
   #released: Promise<void> | undefined;
 
   constructor(
-    readonly owner: PostgresStore,
+    readonly owner: PostgresRateLimitStore,
     readonly statement: Statement,
     readonly storeKey: string,
     readonly id: string,

@@ -4,16 +4,16 @@ import { InvalidOptionsError } from '@stratus/core';
 import { redisForSuite, VirtualClock } from '@stratus/testkit';
 import { Redis } from 'ioredis';
 import { fixedWindow } from './fixed-window.js';
-import { redisStore } from './redis-store.js';
+import { RedisRateLimitStore } from './redis-store.js';
 import { slidingWindowLog } from './sliding-window-log.js';
 import { tokenBucket } from './token-bucket.js';
 
 describe('redis store options', () => {
   test('are validated', () => {
-    assert.throws(() => redisStore({ client: {} as never }), InvalidOptionsError);
+    assert.throws(() => new RedisRateLimitStore({ client: {} as never }), InvalidOptionsError);
     const client = new Redis({ lazyConnect: true });
-    assert.throws(() => redisStore({ client, prefix: 5 as never }), /prefix/);
-    assert.throws(() => redisStore({ client, time: 'local' as never }), /time/);
+    assert.throws(() => new RedisRateLimitStore({ client, prefix: 5 as never }), /prefix/);
+    assert.throws(() => new RedisRateLimitStore({ client, time: 'local' as never }), /time/);
     client.disconnect();
   });
 });
@@ -29,7 +29,7 @@ describe('redis store', { skip: suite.skip }, () => {
 
   test('keys are <prefix><algorithm>:<name>:<key> and expire 1 s after the state is as good as new', async () => {
     const clock = new VirtualClock();
-    const store = redisStore({ client, prefix: `${suite.keyPrefix}a:`, time: clock });
+    const store = new RedisRateLimitStore({ client, prefix: `${suite.keyPrefix}a:`, time: clock });
     const limiter = fixedWindow({ store, name: 'login', limit: 5, windowMs: 60_000 });
     await clock.advance(15_000);
     await limiter.acquire('alice');
@@ -43,7 +43,7 @@ describe('redis store', { skip: suite.skip }, () => {
 
   test('limiters of different algorithms with the same name do not share keys', async () => {
     const clock = new VirtualClock();
-    const store = redisStore({ client, prefix: `${suite.keyPrefix}d:`, time: clock });
+    const store = new RedisRateLimitStore({ client, prefix: `${suite.keyPrefix}d:`, time: clock });
     const window = fixedWindow({ store, name: 'login', limit: 2, windowMs: 60_000 });
     const bucket = tokenBucket({ store, name: 'login', capacity: 5, refillRate: 1 });
     assert.equal((await window.acquire('alice')).remaining, 1);
@@ -54,19 +54,19 @@ describe('redis store', { skip: suite.skip }, () => {
   test('limiters with the same name share counters; different prefixes do not', async () => {
     const clock = new VirtualClock();
     const one = fixedWindow({
-      store: redisStore({ client, prefix: `${suite.keyPrefix}b:`, time: clock }),
+      store: new RedisRateLimitStore({ client, prefix: `${suite.keyPrefix}b:`, time: clock }),
       name: 'api',
       limit: 2,
       windowMs: 60_000,
     });
     const two = fixedWindow({
-      store: redisStore({ client, prefix: `${suite.keyPrefix}b:`, time: clock }),
+      store: new RedisRateLimitStore({ client, prefix: `${suite.keyPrefix}b:`, time: clock }),
       name: 'api',
       limit: 2,
       windowMs: 60_000,
     });
     const elsewhere = fixedWindow({
-      store: redisStore({ client, prefix: `${suite.keyPrefix}c:`, time: clock }),
+      store: new RedisRateLimitStore({ client, prefix: `${suite.keyPrefix}c:`, time: clock }),
       name: 'api',
       limit: 2,
       windowMs: 60_000,

@@ -11,7 +11,7 @@ import {
 import { LimiterObserver } from './observer.js';
 import type { Lease, RateLimiter, RateLimiterEvent, RateLimitResult } from './types.js';
 
-export interface RedisStoreOptions {
+export interface RedisRateLimitStoreOptions {
   /** An ioredis client (or cluster) you own: the store never connects, quits or reconfigures it. */
   client: Redis | Cluster;
   /**
@@ -35,13 +35,13 @@ export interface RedisStoreOptions {
  * one EVALSHA of the algorithm's Lua script (ioredis defineCommand: the script is sent once per connection,
  * then called by its SHA), atomic on the server; keys expire on their own once idle.
  */
-export class RedisStore implements RateLimitStore {
+export class RedisRateLimitStore implements RateLimitStore {
   readonly kind = 'redis';
   readonly client: Redis | Cluster;
   readonly prefix: string;
   readonly #clock: Clock | undefined;
 
-  constructor(options: RedisStoreOptions) {
+  constructor(options: RedisRateLimitStoreOptions) {
     assertObject('options', options as unknown);
     const { client, prefix = 'stratus:rl:', time = 'server' } = options;
     if (typeof (client as { defineCommand?: unknown })?.defineCommand !== 'function') {
@@ -77,10 +77,6 @@ export class RedisStore implements RateLimitStore {
     }
     return (commands[`${name}Buffer`] as ScriptCommand).bind(this.client);
   }
-}
-
-export function redisStore(options: RedisStoreOptions): RedisStore {
-  return new RedisStore(options);
 }
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<Buffer>;
@@ -120,14 +116,14 @@ class RedisRateLimiter implements RateLimiter {
   readonly limit: number;
   readonly windowMs: number | undefined;
   readonly leased: boolean;
-  readonly #owner: RedisStore;
+  readonly #owner: RedisRateLimitStore;
   readonly #algorithm: Algorithm<unknown>;
   readonly #observer: LimiterObserver;
   readonly #keyPrefix: string;
   readonly #acquire: ScriptCommand;
   readonly #release: ScriptCommand | undefined;
 
-  constructor(owner: RedisStore, algorithm: Algorithm<unknown>, options: BindOptions) {
+  constructor(owner: RedisRateLimitStore, algorithm: Algorithm<unknown>, options: BindOptions) {
     this.#owner = owner;
     this.#algorithm = algorithm;
     this.algorithm = algorithm.kind;

@@ -6,7 +6,7 @@ import {
   wholePermits,
 } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
-import type { MemoryStore } from './memory-store.js';
+import type { MemoryRateLimitStore } from './memory-store.js';
 import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
 
 export interface SlidingWindowCounterOptions extends LimiterOptions, StoreOption {
@@ -27,7 +27,7 @@ export interface SlidingWindowCounterOptions extends LimiterOptions, StoreOption
  * "never more than `limit` in any window" must hold exactly.
  */
 export function slidingWindowCounter(
-  options: SlidingWindowCounterOptions & { store?: MemoryStore },
+  options: SlidingWindowCounterOptions & { store?: MemoryRateLimitStore },
 ): LocalRateLimiter;
 export function slidingWindowCounter(options: SlidingWindowCounterOptions): RateLimiter;
 export function slidingWindowCounter(options: SlidingWindowCounterOptions): RateLimiter {

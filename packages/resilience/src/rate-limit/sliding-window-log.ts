@@ -1,6 +1,6 @@
 import { LimitPerWindow, type PostgresProgram, type RedisProgram } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
-import type { MemoryStore } from './memory-store.js';
+import type { MemoryRateLimitStore } from './memory-store.js';
 import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
 
 export interface SlidingWindowLogOptions extends LimiterOptions, StoreOption {
@@ -19,7 +19,7 @@ const MAX_LOG_LIMIT = 100_000;
  * PostgreSQL), so it is meant for small limits; slidingWindowCounter approximates it in O(1).
  */
 export function slidingWindowLog(
-  options: SlidingWindowLogOptions & { store?: MemoryStore },
+  options: SlidingWindowLogOptions & { store?: MemoryRateLimitStore },
 ): LocalRateLimiter;
 export function slidingWindowLog(options: SlidingWindowLogOptions): RateLimiter;
 export function slidingWindowLog(options: SlidingWindowLogOptions): RateLimiter {

@@ -8,9 +8,9 @@ import { postgresForSuite, redisForSuite } from '@stratus/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { RateLimitStore } from './algorithm.js';
-import { memoryStore } from './memory-store.js';
-import { postgresStore } from './postgres-store.js';
-import { redisStore } from './redis-store.js';
+import { MemoryRateLimitStore } from './memory-store.js';
+import { PostgresRateLimitStore } from './postgres-store.js';
+import { RedisRateLimitStore } from './redis-store.js';
 
 export interface StoreSuite {
   readonly label: 'memory' | 'redis' | 'postgres';
@@ -35,7 +35,7 @@ function memorySuite(): StoreSuite {
   return {
     label: 'memory',
     skip: false,
-    options: (clock) => ({ store: memoryStore(), clock, name: `memory-${++sequence}` }),
+    options: (clock) => ({ store: new MemoryRateLimitStore(), clock, name: `memory-${++sequence}` }),
     release: async () => {},
   };
 }
@@ -48,7 +48,11 @@ async function redisSuite(name: string): Promise<StoreSuite> {
     label: 'redis',
     skip: false,
     options: (clock, serverTime = false) => ({
-      store: redisStore({ client, prefix: suite.keyPrefix, time: serverTime ? 'server' : clock }),
+      store: new RedisRateLimitStore({
+        client,
+        prefix: suite.keyPrefix,
+        time: serverTime ? 'server' : clock,
+      }),
       clock,
       name: `redis-${++sequence}`,
     }),
@@ -67,7 +71,7 @@ async function postgresSuite(name: string): Promise<StoreSuite> {
     label: 'postgres',
     skip: false,
     options: (clock, serverTime = false) => ({
-      store: postgresStore({ pool, time: serverTime ? 'server' : clock, purgeIntervalMs: 0 }),
+      store: new PostgresRateLimitStore({ pool, time: serverTime ? 'server' : clock, purgeIntervalMs: 0 }),
       clock,
       name: `postgres-${++sequence}`,
     }),

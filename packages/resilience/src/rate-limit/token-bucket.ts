@@ -13,7 +13,7 @@ import {
   wholePermits,
 } from './algorithm.js';
 import { createLimiter, type StoreOption } from './limiter.js';
-import type { MemoryStore } from './memory-store.js';
+import type { MemoryRateLimitStore } from './memory-store.js';
 import type { LimiterOptions, LocalRateLimiter, RateLimiter, RateLimitResult } from './types.js';
 
 export interface TokenBucketOptions extends LimiterOptions, StoreOption {
@@ -30,7 +30,7 @@ export interface TokenBucketOptions extends LimiterOptions, StoreOption {
  * `refillIntervalMs`; a request takes `cost` tokens or is refused. Allows bursts up to the capacity, and a
  * sustained rate of exactly the refill rate.
  */
-export function tokenBucket(options: TokenBucketOptions & { store?: MemoryStore }): LocalRateLimiter;
+export function tokenBucket(options: TokenBucketOptions & { store?: MemoryRateLimitStore }): LocalRateLimiter;
 export function tokenBucket(options: TokenBucketOptions): RateLimiter;
 export function tokenBucket(options: TokenBucketOptions): RateLimiter {
   return createLimiter(new TokenBucket(options), options);
