@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under packages/, apps/ and bench/ with Node's test runner (TypeScript through tsx, workspace
+// Runs every *.test.ts under packages/, apps/, bench/ and examples/ with Node's test runner (TypeScript through tsx, workspace
 // packages resolved to their sources). Starts throwaway PostgreSQL and Redis servers once for the whole run
 // unless DATABASE_URL / REDIS_URL are given; suites that need a server they cannot get report themselves skipped.
 import { spawn } from 'node:child_process';
@@ -23,6 +23,7 @@ const files = [
   ...findTests(join(root, 'packages')),
   ...findTests(join(root, 'apps')),
   ...findTests(join(root, 'bench')),
+  ...findTests(join(root, 'examples')),
 ]
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort();
