@@ -1,11 +1,16 @@
 // The Conference Management System: `npm start` runs it whole on the embedded default (README: Conference).
 import { pino } from 'pino';
 import { configFromEnv } from './app/config.js';
+import { terminalDestination, whereToGo } from './app/terminal.js';
 import { startSystem } from './app/threaded-system.js';
 import { buildServer } from './http/server.js';
 
 const config = configFromEnv();
-const log = pino({ level: config.logLevel });
+// A person at a terminal reads lines; anything else (a file, a log collector) gets pino's JSON lines.
+const interactive = process.stdout.isTTY === true;
+const log = interactive
+  ? pino({ level: config.logLevel }, terminalDestination(process.stdout))
+  : pino({ level: config.logLevel });
 const system = await startSystem(config, { log });
 const server = await buildServer(system, { loggerInstance: log });
 await server.listen({ port: config.port, host: config.host });
@@ -13,6 +18,7 @@ log.info(
   { dataDir: config.dataDir, role: config.role, backgroundThread: config.backgroundThread },
   'conference system ready',
 );
+if (interactive) process.stdout.write(whereToGo(config.host, config.port));
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
