@@ -50,7 +50,7 @@ import { publicSite } from './public-site.js';
 import { sendPage } from './support.js';
 
 export { OWNER_TEXT } from './owner-site.js';
-export { PUBLIC_TEXT } from './public-site.js';
+export { PUBLIC_TEXT } from './views/public-text.js';
 
 export interface PageRoutesOptions {
   readonly system: ConferenceSystem;
