@@ -839,6 +839,44 @@ describe('the API document and errors', () => {
     assert.ok(placing.responses['202'].headers.Location);
   });
 
+  test('a body value of another JSON type is refused, never converted', async () => {
+    const conference = await createConference();
+    const token = conference.token;
+    const seats = `/api/conferences/${conference.id}/seat-types`;
+    const valid = { name: 'Workshop', description: 'Hands on', quantity: 10, price: 50 };
+    // A lenient schema check would read null as 0, true as 1, '10' as 10 and a one-item array as its item.
+    const wrong: [keyof typeof valid, unknown, string][] = [
+      ['price', null, 'a number'],
+      ['price', true, 'a number'],
+      ['quantity', '10', 'an integer'],
+      ['quantity', [10], 'an integer'],
+      ['name', ['Workshop'], 'a string'],
+      ['description', 7, 'a string'],
+    ];
+    for (const [field, value, type] of wrong) {
+      const answer = await call('POST', seats, { token, body: { ...valid, [field]: value } });
+      assert.equal(assertInvalid(answer, field), `${field} must be ${type}.`);
+    }
+    const order = `/api/orders/${uuidv7()}`;
+    assert.equal(
+      assertInvalid(
+        await call('PUT', `${order}/registrant`, { body: { ...registrant, firstName: ['Ann'] } }),
+        'firstName',
+      ),
+      'firstName must be a string.',
+    );
+    assert.equal(
+      assertInvalid(
+        await call('PUT', `${order}/seats`, { body: { seats: [{ seatTypeId: uuidv7(), quantity: [1] }] } }),
+        'seats',
+      ),
+      'seats[0].quantity must be an integer.',
+    );
+    assertInvalid(await call('POST', seats, { token, raw: 'null' }), 'body');
+    // None of them reached the conference.
+    assert.deepEqual((await call('GET', `/api/conferences/${conference.id}`, { token })).body.seatTypes, []);
+  });
+
   test('an unexpected failure answers 500 without details', async () => {
     const broken = await startApi();
     await broken.system.stop();

@@ -8,7 +8,7 @@
  */
 import { MAX_SEATS_PER_TYPE } from '../domain/contracts.js';
 
-/** A JSON schema, with the keywords the API's pre-validation walks typed. */
+/** A JSON schema, with the keywords this module reads typed. */
 export interface JsonSchema {
   readonly type?: string | readonly string[];
   readonly properties?: Readonly<Record<string, JsonSchema>>;

@@ -49,8 +49,8 @@ import { ownerSite } from './owner-site.js';
 import { publicSite } from './public-site.js';
 import { sendPage } from './support.js';
 
-export { OWNER_TEXT } from './owner-site.js';
-export { PUBLIC_TEXT } from './public-site.js';
+export { OWNER_TEXT } from './views/owner-page.js';
+export { PUBLIC_TEXT } from './views/public-text.js';
 
 export interface PageRoutesOptions {
   readonly system: ConferenceSystem;

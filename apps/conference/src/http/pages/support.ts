@@ -41,14 +41,6 @@ export function seeOther(reply: FastifyReply, url: string): FastifyReply {
   return reply.redirect(url, 303);
 }
 
-/** `path` with a query string built from `query`. */
-export function withQuery(path: string, query: Readonly<Record<string, string | number>>): string {
-  const search = new URLSearchParams(
-    Object.entries(query).map(([key, value]): [string, string] => [key, String(value)]),
-  );
-  return `${path}?${search.toString()}`;
-}
-
 /** A path on this site (for return URLs handed around in query strings): no scheme, no host, no backslash. */
 export function isLocalPath(value: string | undefined): value is string {
   return (

@@ -1,0 +1,67 @@
+/** After the order: the thank-you page, the expired page, finding an order, and the order's details. */
+import type { FastifyInstance } from 'fastify';
+import { settledAssignments } from '../../../app/queries.js';
+import type { ConferenceSystem } from '../../../app/system.js';
+import { fieldsOf, isId, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
+import { confirmationPage, findOrderPage, orderDetailsPage } from '../views/order.js';
+import { expiredPage } from '../views/order-status.js';
+import { messagePage } from '../views/public-page.js';
+import { PUBLIC_TEXT } from '../views/public-text.js';
+import { conferenceOf, orderOf, waitForOrder } from './public-support.js';
+
+export function orderRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+  app.get('/:slug/confirmation', async (request, reply) => {
+    const conference = await conferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const { orderId } = fieldsOf(request.query);
+    if (!isId(orderId))
+      return sendPage(reply, 400, messagePage(conference, 'Registration', 'The order id is not valid.'));
+    // The payment confirms the order through the process manager: give it the usual moment.
+    const order =
+      (await waitForOrder(system, conference, orderId, (candidate) => candidate.status === 'confirmed')) ??
+      (await orderOf(system, conference, orderId));
+    if (order === undefined)
+      return sendPage(reply, 404, messagePage(conference, 'Registration', 'The order could not be found.'));
+    return sendPage(reply, 200, confirmationPage(conference, order));
+  });
+
+  app.get('/:slug/expired', async (request, reply) => {
+    const conference = await conferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    return sendPage(reply, 200, expiredPage(conference));
+  });
+
+  app.get('/:slug/order/find', async (request, reply) => {
+    const conference = await conferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    return sendPage(reply, 200, findOrderPage(conference, {}));
+  });
+
+  app.post('/:slug/order/find', async (request, reply) => {
+    const conference = await conferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const values = fieldsOf(request.body);
+    const email = (values.email ?? '').trim();
+    const code = (values.accessCode ?? '').trim();
+    if (email === '' || code === '')
+      return sendPage(
+        reply,
+        400,
+        findOrderPage(conference, values, 'Enter the e-mail address and the order code.'),
+      );
+    const order = await system.queries.findOrder(email, code);
+    if (order === undefined || order.conferenceId !== conference.id)
+      return sendPage(reply, 200, findOrderPage(conference, values, PUBLIC_TEXT.orderNotFound));
+    return seeOther(reply, `/${conference.slug}/order/${order.orderId}`);
+  });
+
+  app.get('/:slug/order/:orderId', async (request, reply) => {
+    const conference = await conferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const { orderId } = fieldsOf(request.params);
+    const order = isId(orderId) ? await orderOf(system, conference, orderId) : undefined;
+    if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
+    const assignments = await settledAssignments(system, order, ['confirmed'], VIEW_WAIT_MS);
+    return sendPage(reply, 200, orderDetailsPage(conference, order, assignments));
+  });
+}

@@ -1,0 +1,124 @@
+/** The owner's seat type routes (list, add, edit, delete while never published) and the orders list. */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ConferenceSystem } from '../../../app/system.js';
+import type { Conference, ConferenceSeatType } from '../../../domain/conference.js';
+import { InvalidOperationError, NotFoundError, ValidationError } from '../../../domain/errors.js';
+import { toCents } from '../../../domain/pricing.js';
+import { money } from '../layout.js';
+import { type Fields, fieldsOf, isId, seeOther, sendPage } from '../support.js';
+import { ordersPage } from '../views/owner-orders.js';
+import { manageUrl, ownerMessagePage } from '../views/owner-page.js';
+import { editSeatPage, seatTypesPage } from '../views/owner-seats.js';
+import { ownedConferenceOf } from './owner-support.js';
+
+/** A seat type's fields from a form: quota and price as the owner wrote them, checked by the domain. */
+function seatFieldsFrom(values: Fields) {
+  const quantityText = (values.quantity ?? '').trim();
+  const priceText = (values.price ?? '').trim();
+  let priceCents = Number.NaN;
+  if (/^\d+(\.\d{1,2})?$/.test(priceText)) {
+    try {
+      priceCents = toCents(Number(priceText));
+    } catch {
+      priceCents = Number.NaN;
+    }
+  }
+  return {
+    name: (values.name ?? '').trim(),
+    description: (values.description ?? '').trim(),
+    quantity: /^\d{1,9}$/.test(quantityText) ? Number(quantityText) : Number.NaN,
+    priceCents,
+  };
+}
+
+function seatOf(conference: Conference, params: unknown): ConferenceSeatType | undefined {
+  const { seatTypeId } = fieldsOf(params);
+  return isId(seatTypeId) ? conference.seatTypes.find((seat) => seat.seatTypeId === seatTypeId) : undefined;
+}
+
+const seatNotFound = (reply: FastifyReply) =>
+  sendPage(reply, 404, ownerMessagePage('Not found', 'The seat type could not be found.'));
+
+export function ownerSeatRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+  const { management, queries } = system;
+  const seatsUrl = (conference: Conference) => `${manageUrl(conference)}/seats`;
+
+  app.get('/manage/:slug/:accessCode/seats', async (request, reply) => {
+    const conference = await ownedConferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    return sendPage(reply, 200, seatTypesPage(conference, { values: {}, errors: {} }));
+  });
+
+  app.post('/manage/:slug/:accessCode/seats', async (request, reply) => {
+    const conference = await ownedConferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const values = fieldsOf(request.body);
+    try {
+      await management.createSeat(conference.conferenceId, seatFieldsFrom(values));
+    } catch (error) {
+      if (error instanceof ValidationError)
+        return sendPage(reply, 400, seatTypesPage(conference, { values, errors: error.fields }));
+      throw error;
+    }
+    return seeOther(reply, seatsUrl(conference));
+  });
+
+  app.get('/manage/:slug/:accessCode/seats/:seatTypeId', async (request, reply) => {
+    const conference = await ownedConferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const seat = seatOf(conference, request.params);
+    if (seat === undefined) return seatNotFound(reply);
+    const values = {
+      name: seat.name,
+      description: seat.description,
+      quantity: String(seat.quantity),
+      price: money(seat.priceCents),
+    };
+    return sendPage(reply, 200, editSeatPage(conference, seat, values, {}));
+  });
+
+  app.post('/manage/:slug/:accessCode/seats/:seatTypeId', async (request, reply) => {
+    const conference = await ownedConferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const seat = seatOf(conference, request.params);
+    if (seat === undefined) return seatNotFound(reply);
+    const values = fieldsOf(request.body);
+    try {
+      await management.updateSeat(conference.conferenceId, seat.seatTypeId, seatFieldsFrom(values));
+    } catch (error) {
+      if (error instanceof ValidationError)
+        return sendPage(reply, 400, editSeatPage(conference, seat, values, error.fields));
+      throw error;
+    }
+    return seeOther(reply, seatsUrl(conference));
+  });
+
+  app.post('/manage/:slug/:accessCode/seats/:seatTypeId/delete', async (request, reply) => {
+    const conference = await ownedConferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const seat = seatOf(conference, request.params);
+    if (seat === undefined) return seatNotFound(reply);
+    try {
+      await management.deleteSeat(conference.conferenceId, seat.seatTypeId);
+    } catch (error) {
+      if (error instanceof InvalidOperationError || error instanceof NotFoundError)
+        return sendPage(
+          reply,
+          409,
+          seatTypesPage(conference, { values: {}, errors: {}, error: error.message }),
+        );
+      throw error;
+    }
+    return seeOther(reply, seatsUrl(conference));
+  });
+
+  app.get('/manage/:slug/:accessCode/orders', async (request, reply) => {
+    const conference = await ownedConferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const orders = await queries.ordersOfConference(conference.conferenceId);
+    const rows = await Promise.all(
+      orders.map(async (order) => ({ order, assignments: await queries.assignments(order.orderId) })),
+    );
+    return sendPage(reply, 200, ordersPage(conference, rows));
+  });
+}

@@ -1,0 +1,166 @@
+/**
+ * Payment: start it (V3: wait for the reservation; a partial one goes back to registration, a free order is
+ * confirmed at once, else a third-party payment starts), the simulated processor, and its accept/reject callbacks.
+ */
+import { uuidv7 } from '@stratus/core';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ConferenceSystem } from '../../../app/system.js';
+import { InvalidOperationError } from '../../../domain/errors.js';
+import type { ConferenceView } from '../../../read-models/conference-view.js';
+import { money } from '../layout.js';
+import { fieldsOf, isId, isLocalPath, seeOther, sendPage, VIEW_WAIT_MS, wholeNumber } from '../support.js';
+import { completedOrderPage, paymentUnknownPage, reservationUnknownPage } from '../views/order-status.js';
+import { paymentProcessorPage } from '../views/payment.js';
+import { messagePage } from '../views/public-page.js';
+import { confirmationUrl, expiredUrl, registerUrl, registrantUrl, withQuery } from '../views/public-urls.js';
+import { conferenceOf, isExpired, waitForOrder } from './public-support.js';
+
+interface PaymentStart {
+  readonly orderId: string;
+  /** The order's version the registrant saw: the reservation must be newer. */
+  readonly orderVersion: number;
+  readonly paymentType: string;
+}
+
+/** The V3 StartPayment: waits for the reservation, then confirms a free order or starts a third-party payment. */
+export async function startPayment(
+  system: ConferenceSystem,
+  reply: FastifyReply,
+  conference: ConferenceView,
+  start: PaymentStart,
+): Promise<FastifyReply> {
+  const { orderId, orderVersion, paymentType } = start;
+  const order = await waitForOrder(
+    system,
+    conference,
+    orderId,
+    (candidate) => candidate.status !== 'pending' && candidate.version > orderVersion,
+  );
+  if (order === undefined) return sendPage(reply, 200, reservationUnknownPage(conference, start));
+  if (order.status === 'partiallyReserved' || order.status === 'rejected')
+    return seeOther(reply, registerUrl(conference, orderId));
+  if (order.status === 'confirmed')
+    return sendPage(reply, 200, completedOrderPage(conference, order.orderId));
+  if (isExpired(order, system.clock.now())) return seeOther(reply, expiredUrl(conference, orderId));
+  if (order.isFreeOfCharge) {
+    await system.commands.send('ConfirmOrder', { orderId });
+    return seeOther(reply, confirmationUrl(conference, orderId));
+  }
+  if (paymentType !== 'thirdParty')
+    return sendPage(
+      reply,
+      400,
+      messagePage(conference, 'Payment', 'The chosen payment method is not supported.'),
+    );
+  const paymentId = uuidv7(system.clock.now());
+  await system.commands.send('InitiateThirdPartyProcessorPayment', {
+    paymentId,
+    paymentSourceId: orderId,
+    conferenceId: conference.id,
+    description: `Registration for ${conference.name}`,
+    totalCents: order.totalCents,
+  });
+  return seeOther(reply, withQuery(`/${conference.slug}/third-party-payment`, { paymentId }));
+}
+
+// The processor's return (accept) and cancel (reject) callbacks. A payment already settled the other way wins:
+// a refused accept means it was cancelled, a refused reject that the registrant paid after all.
+const paymentCallbacks = {
+  accept: { command: 'CompleteThirdPartyProcessorPayment', paid: true },
+  reject: { command: 'CancelThirdPartyProcessorPayment', paid: false },
+} as const;
+
+export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+  const { queries, commands } = system;
+  const message = (
+    reply: FastifyReply,
+    status: number,
+    conference: ConferenceView | undefined,
+    text: string,
+  ) => sendPage(reply, status, messagePage(conference, 'Payment', text));
+
+  app.post('/:slug/pay', async (request, reply) => {
+    const conference = await conferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    const values = fieldsOf(request.body);
+    const orderVersion = wholeNumber(values.orderVersion ?? '0', 0, Number.MAX_SAFE_INTEGER);
+    if (!isId(values.orderId) || orderVersion === undefined)
+      return message(reply, 400, conference, 'The payment form is not valid.');
+    const paymentType = values.paymentType ?? 'thirdParty';
+    return startPayment(system, reply, conference, { orderId: values.orderId, orderVersion, paymentType });
+  });
+
+  async function paymentOf(conference: ConferenceView, query: unknown, wait: boolean) {
+    const { paymentId } = fieldsOf(query);
+    if (!isId(paymentId)) return undefined;
+    const find = async () => {
+      const payment = await queries.payment(paymentId);
+      return payment?.conferenceId === conference.id ? payment : undefined;
+    };
+    return wait ? system.waitFor(find, VIEW_WAIT_MS) : find();
+  }
+
+  app.get('/:slug/third-party-payment', async (request, reply) => {
+    const conference = await conferenceOf(system, request.params, reply);
+    if (conference === undefined) return reply;
+    if (!isId(fieldsOf(request.query).paymentId))
+      return message(reply, 400, conference, 'The payment id is not valid.');
+    const payment = await paymentOf(conference, request.query, true);
+    if (payment === undefined) return sendPage(reply, 200, paymentUnknownPage(conference));
+    if (payment.status === 'completed') return seeOther(reply, confirmationUrl(conference, payment.orderId));
+    if (payment.status === 'rejected')
+      return seeOther(reply, registrantUrl(conference, payment.orderId, 0, true));
+    const callback = (outcome: string) =>
+      withQuery(`/${conference.slug}/third-party-payment-${outcome}`, { paymentId: payment.paymentId });
+    return seeOther(
+      reply,
+      withQuery('/payment', {
+        itemName: payment.description,
+        itemAmount: money(payment.totalCents),
+        returnUrl: callback('accept'),
+        cancelReturnUrl: callback('reject'),
+      }),
+    );
+  });
+
+  for (const [outcome, { command, paid }] of Object.entries(paymentCallbacks)) {
+    app.get(`/:slug/third-party-payment-${outcome}`, async (request, reply) => {
+      const conference = await conferenceOf(system, request.params, reply);
+      if (conference === undefined) return reply;
+      const payment = await paymentOf(conference, request.query, false);
+      if (payment === undefined) return message(reply, 404, conference, 'The payment could not be found.');
+      const settled = (asPaid: boolean) =>
+        seeOther(
+          reply,
+          asPaid
+            ? confirmationUrl(conference, payment.orderId)
+            : registrantUrl(conference, payment.orderId, 0, true),
+        );
+      try {
+        await commands.send(command, { paymentId: payment.paymentId });
+      } catch (error) {
+        if (error instanceof InvalidOperationError) return settled(!paid);
+        throw error;
+      }
+      return settled(paid);
+    });
+  }
+
+  // The simulated third-party payment processor (the Journey's Payments area).
+  app.get('/payment', async (request, reply) => {
+    const query = fieldsOf(request.query);
+    const { returnUrl, cancelReturnUrl } = query;
+    if (!isLocalPath(returnUrl) || !isLocalPath(cancelReturnUrl))
+      return message(reply, 400, undefined, 'The payment request is not valid.');
+    const itemName = query.itemName ?? '';
+    const itemAmount = query.itemAmount ?? '';
+    return sendPage(reply, 200, paymentProcessorPage({ itemName, itemAmount, returnUrl, cancelReturnUrl }));
+  });
+
+  app.post('/payment', async (request, reply) => {
+    const { returnUrl, cancelReturnUrl, outcome } = fieldsOf(request.body);
+    if (!isLocalPath(returnUrl) || !isLocalPath(cancelReturnUrl))
+      return message(reply, 400, undefined, 'The payment request is not valid.');
+    return seeOther(reply, outcome === 'accepted' ? returnUrl : cancelReturnUrl);
+  });
+}
