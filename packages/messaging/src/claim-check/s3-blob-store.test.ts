@@ -222,8 +222,10 @@ describe('S3BlobStore', () => {
       silentEndpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     });
     after(async () => {
+      // Stop accepting first: a connection the server took after closeAllConnections kept close waiting forever.
+      const closed = new Promise((resolve) => silent.close(resolve));
       silent.closeAllConnections();
-      await new Promise((resolve) => silent.close(resolve));
+      await closed;
     });
 
     it('gives up after requestTimeoutMs', async () => {
