@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import type { OutgoingMessage, QueueSettings, ReceiveResult } from '../backend.js';
-import { messageBackendContract } from '../contract.js';
+import { messageBackendContract } from '../message-backend.contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
 import { migratePostgres } from './migrations.js';

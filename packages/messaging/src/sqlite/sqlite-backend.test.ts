@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { startWorkerThread } from '@stratus/core';
 import { type ChildHandle, countStatementRuns, runChild } from '@stratus/testkit';
 import type { QueueSettings } from '../backend.js';
-import { messageBackendContract } from '../contract.js';
+import { messageBackendContract } from '../message-backend.contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from './driver.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
