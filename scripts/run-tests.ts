@@ -2,12 +2,22 @@
 // Runs every *.test.ts under packages/, apps/, bench/ and examples/ with Node's test runner (TypeScript through tsx, workspace
 // packages resolved to their sources). Starts throwaway PostgreSQL and Redis servers once for the whole run
 // unless DATABASE_URL / REDIS_URL are given; suites that need a server they cannot get report themselves skipped.
+//
+//   run-tests.ts [--fast] [filter ...]
+//
+// - `npm test` (check, then every test) and `npm run test:only`: every test file, *.chaos.test.ts included.
+// - `npm run test:fast` (`--fast`): every test file except *.chaos.test.ts, the slow suites that run real
+//   processes and kill them (crashes, leader and workflow chaos, server restarts), for the inner loop.
+// Filters keep the files whose path contains any of them, e.g. `npm run test:fast -- packages/data`.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const fast = args.includes('--fast');
+const filters = args.filter((arg) => arg !== '--fast');
+const CHAOS_SUFFIX = '.chaos.test.ts';
 
 function findTests(dir: string, out: string[] = []): string[] {
   for (const entry of readdirSync(dir)) {
@@ -19,7 +29,7 @@ function findTests(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-const files = [
+const matched = [
   ...findTests(join(root, 'packages')),
   ...findTests(join(root, 'apps')),
   ...findTests(join(root, 'bench')),
@@ -27,6 +37,8 @@ const files = [
 ]
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort();
+const files = fast ? matched.filter((f) => !f.endsWith(CHAOS_SUFFIX)) : matched;
+if (fast) console.log(`Fast mode: ${matched.length - files.length} chaos suites left out.`);
 if (files.length === 0) {
   console.error('No test files matched.');
   process.exit(1);

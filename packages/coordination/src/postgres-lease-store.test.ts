@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { postgresForSuite, suitePools, withHostilePgTypes } from '@stratus/testkit';
 import type pg from 'pg';
-import { leaseStoreContract } from './lease-contract.js';
+import { leaseStoreContract } from './lease-store.contract.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
 
 const suite = await postgresForSuite('coordination-leases');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { redisForSuite } from '@stratus/testkit';
 import { Redis } from 'ioredis';
-import { leaseStoreContract } from './lease-contract.js';
+import { leaseStoreContract } from './lease-store.contract.js';
 import { RedisLeaseStore } from './redis-lease-store.js';
 
 const suite = await redisForSuite('coordination-leases');

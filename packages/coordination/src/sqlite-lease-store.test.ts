@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sqliteFiles } from './fixtures/sqlite-files.js';
-import { leaseStoreContract } from './lease-contract.js';
+import { leaseStoreContract } from './lease-store.contract.js';
 import { SqliteLeaseStore } from './sqlite-lease-store.js';
 
 const { path: fileIn, open } = sqliteFiles('stratus-leases-');

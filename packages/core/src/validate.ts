@@ -10,7 +10,7 @@ export function assertDuration(
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
     throw new InvalidOptionsError(
       option,
-      `expected a finite ${allowZero ? 'non-negative' : 'positive'} duration in milliseconds, got ${describe(value)}`,
+      `expected a finite ${allowZero ? 'non-negative' : 'positive'} duration in milliseconds, got ${describeValue(value)}`,
     );
   }
 }
@@ -27,7 +27,7 @@ export function assertInteger(
 ): asserts value is number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in ${min}..${max}`;
-    throw new InvalidOptionsError(option, `expected an integer ${range}, got ${describe(value)}`);
+    throw new InvalidOptionsError(option, `expected an integer ${range}, got ${describeValue(value)}`);
   }
 }
 
@@ -45,14 +45,14 @@ export function assertRatio(
   if (typeof value !== 'number' || !(exclusiveMin ? value > 0 : value >= 0) || value > 1) {
     throw new InvalidOptionsError(
       option,
-      `expected a ratio in ${exclusiveMin ? '(0' : '[0'}, 1], got ${describe(value)}`,
+      `expected a ratio in ${exclusiveMin ? '(0' : '[0'}, 1], got ${describeValue(value)}`,
     );
   }
 }
 
 export function assertNumber(option: string, value: unknown, min: number): asserts value is number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
-    throw new InvalidOptionsError(option, `expected a finite number >= ${min}, got ${describe(value)}`);
+    throw new InvalidOptionsError(option, `expected a finite number >= ${min}, got ${describeValue(value)}`);
   }
 }
 
@@ -61,7 +61,7 @@ export function assertFunction(
   value: unknown,
 ): asserts value is (...args: never[]) => unknown {
   if (typeof value !== 'function')
-    throw new InvalidOptionsError(option, `expected a function, got ${describe(value)}`);
+    throw new InvalidOptionsError(option, `expected a function, got ${describeValue(value)}`);
 }
 
 export function assertOneOf<T extends string>(
@@ -72,18 +72,19 @@ export function assertOneOf<T extends string>(
   if (!allowed.includes(value as T)) {
     throw new InvalidOptionsError(
       option,
-      `expected one of ${allowed.map((a) => `"${a}"`).join(', ')}, got ${describe(value)}`,
+      `expected one of ${allowed.map((a) => `"${a}"`).join(', ')}, got ${describeValue(value)}`,
     );
   }
 }
 
 export function assertObject(option: string, value: unknown): asserts value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidOptionsError(option, `expected an object, got ${describe(value)}`);
+    throw new InvalidOptionsError(option, `expected an object, got ${describeValue(value)}`);
   }
 }
 
-export function describe(value: unknown): string {
+/** A value as an error message shows what was given: strings quoted, numbers as is, objects by their kind. */
+export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value === undefined || value === null)
     return String(value);

@@ -1,5 +1,5 @@
 import { VirtualClock } from '@stratus/testkit';
-import { cacheStoreContract } from './contract.js';
+import { cacheStoreContract } from './cache-store.contract.js';
 import { MemoryCacheStore } from './memory-store.js';
 
 cacheStoreContract('memory', async () => {

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
 import { redisForSuite, VirtualClock, waitUntil } from '@stratus/testkit';
 import { Redis } from 'ioredis';
-import { cacheStoreContract } from './contract.js';
+import { cacheStoreContract } from './cache-store.contract.js';
 import { RedisCacheStore } from './redis-store.js';
 
 const suite = await redisForSuite('data-redis-store');

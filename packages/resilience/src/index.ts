@@ -1,21 +1,6 @@
 export * from './bulkhead.js';
 export * from './chaos.js';
-export {
-  type QuorumOptions,
-  SharedCircuitFailure,
-  type SharedCircuitOptions,
-} from './circuit-breaker/circuit-sync.js';
-export * from './circuit-breaker/consecutive-failures.js';
-export * from './circuit-breaker/failure-count.js';
-export * from './circuit-breaker/failure-ratio.js';
-export * from './circuit-breaker/memory-state-store.js';
-export * from './circuit-breaker/postgres-state-store.js';
-export * from './circuit-breaker/redis-state-store.js';
-export * from './circuit-breaker/rolling-window.js';
-export * from './circuit-breaker/slow-call-ratio.js';
-export * from './circuit-breaker/state-store.js';
-export * from './circuit-breaker/trip-rule.js';
-export * from './circuit-breaker.js';
+export * from './circuit-breaker/index.js';
 export * from './errors.js';
 export * from './failure.js';
 export * from './fallback.js';

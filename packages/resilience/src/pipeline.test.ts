@@ -9,7 +9,7 @@ import {
   type StratusEvent,
 } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
-import { circuitBreaker } from './circuit-breaker.js';
+import { circuitBreaker } from './circuit-breaker/index.js';
 import { contextFor } from './context.js';
 import { BrokenCircuitError, TimeoutError } from './errors.js';
 import { pipeline } from './pipeline.js';

@@ -3,7 +3,7 @@ import { EventEmitter as NodeEventEmitter } from 'node:events';
 import { describe, it } from 'node:test';
 import { assertInteger, EventEmitter, InvalidOptionsError, type StratusEvent } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
-import { type CircuitBreakerPolicy, circuitBreaker } from './circuit-breaker.js';
+import { type CircuitBreakerPolicy, circuitBreaker } from './circuit-breaker/index.js';
 import { contextFor } from './context.js';
 import { BrokenCircuitError, TimeoutError } from './errors.js';
 import { pipeline } from './pipeline.js';

@@ -6,7 +6,7 @@ import {
   type Backoff,
   type Clock,
   cancelReasonOf,
-  describe,
+  describeValue,
   EventEmitter,
   exponentialBackoff,
   InvalidOptionsError,
@@ -100,7 +100,7 @@ const defaultBackoff = exponentialBackoff({ initialMs: 100, factor: 2, maxMs: 30
 
 function assertOptionalBoolean(option: string, value: unknown): void {
   if (value !== undefined && typeof value !== 'boolean') {
-    throw new InvalidOptionsError(option, `expected a boolean, got ${describe(value)}`);
+    throw new InvalidOptionsError(option, `expected a boolean, got ${describeValue(value)}`);
   }
 }
 

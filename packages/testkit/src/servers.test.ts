@@ -11,6 +11,7 @@ import {
   postgresForSuite,
   REDIS_UNAVAILABLE_ENV,
   redisForSuite,
+  skipUnlessCi,
   startPostgres,
   startRedis,
   startSharedTestServers,
@@ -61,8 +62,9 @@ describe('freePort', () => {
 });
 
 const pgBinaries = findPostgresBinaries();
+const noPgBinaries = 'reason' in pgBinaries ? skipUnlessCi(pgBinaries.reason) : false;
 
-describe('startPostgres', { skip: 'reason' in pgBinaries ? pgBinaries.reason : false }, () => {
+describe('startPostgres', { skip: noPgBinaries }, () => {
   it('starts a throwaway cluster on loopback and removes it on stop', async () => {
     const server = await startPostgres();
     try {
@@ -109,8 +111,9 @@ describe('startPostgres', { skip: 'reason' in pgBinaries ? pgBinaries.reason : f
 });
 
 const redisServer = findRedisServer();
+const noRedisServer = typeof redisServer === 'string' ? false : skipUnlessCi(redisServer.reason);
 
-describe('startRedis', { skip: typeof redisServer === 'string' ? false : redisServer.reason }, () => {
+describe('startRedis', { skip: noRedisServer }, () => {
   it('starts a throwaway redis-server and stops it', async () => {
     const server = await startRedis();
     const client = new Redis(server.url, { lazyConnect: true, retryStrategy: () => null });
@@ -152,9 +155,7 @@ const pgB = await postgresForSuite('testkit servers: A');
 
 describe('postgresForSuite', { skip: pgA.skip || pgB.skip }, () => {
   it('gives each suite a fresh database of its own', async () => {
-    assert.equal(pgA.skip, false);
-    assert.equal(pgB.skip, false);
-    if (pgA.skip !== false || pgB.skip !== false) return;
+    assert.ok(pgA.skip === false && pgB.skip === false);
     assert.match(pgA.database, /^stratus_testkit_servers_a_[a-z0-9]+$/);
     assert.notEqual(pgA.database, pgB.database);
     await query(pgA.url, 'CREATE TABLE only_in_a (id int)');
@@ -169,7 +170,7 @@ describe('postgresForSuite', { skip: pgA.skip || pgB.skip }, () => {
   });
 
   it('release drops the database even with a session still on it, and is idempotent', async () => {
-    if (pgA.skip !== false || pgB.skip !== false) return;
+    assert.ok(pgA.skip === false && pgB.skip === false);
     const lingering = new pg.Client({ connectionString: pgB.url });
     lingering.on('error', () => {});
     await lingering.connect();
@@ -191,7 +192,7 @@ const redisB = await redisForSuite('testkit servers');
 
 describe('redisForSuite', { skip: redisA.skip || redisB.skip }, () => {
   it('gives unique key prefixes and release deletes only its own keys', async () => {
-    if (redisA.skip !== false || redisB.skip !== false) return;
+    assert.ok(redisA.skip === false && redisB.skip === false);
     assert.notEqual(redisA.keyPrefix, redisB.keyPrefix);
     assert.ok(redisA.keyPrefix.startsWith('stratus-test:testkit_servers:'));
     const client = new Redis(redisA.url);
@@ -241,13 +242,20 @@ describe('unavailable servers', () => {
       },
     );
   });
+
+  it('skipUnlessCi gives the reason to skip, and under CI throws it', async () => {
+    await withEnv({ CI: undefined }, async () => assert.equal(skipUnlessCi('no server'), 'no server'));
+    await withEnv({ CI: 'true' }, async () =>
+      assert.throws(() => skipUnlessCi('no server'), /no server \(CI=true/),
+    );
+  });
 });
 
 describe('startSharedTestServers', () => {
   const base = { PATH: process.env.PATH, STRATUS_TEST_REDIS_SERVER: '/nonexistent/redis-server' };
 
-  it('uses the given URLs without starting anything', async () => {
-    if (pgA.skip !== false || redisA.skip !== false) return;
+  it('uses the given URLs without starting anything', { skip: pgA.skip || redisA.skip }, async () => {
+    assert.ok(pgA.skip === false && redisA.skip === false);
     const lines: string[] = [];
     const env = { ...base, DATABASE_URL: adminUrlOf(pgA.url), REDIS_URL: redisA.url };
     const servers = await startSharedTestServers({ env, log: (l) => lines.push(l) });
@@ -256,8 +264,8 @@ describe('startSharedTestServers', () => {
     await servers.stop();
   });
 
-  it('exports and prints the reason a server cannot be had', async () => {
-    if (pgA.skip !== false) return;
+  it('exports and prints the reason a server cannot be had', { skip: pgA.skip }, async () => {
+    assert.ok(pgA.skip === false);
     const lines: string[] = [];
     const env = { ...base, DATABASE_URL: adminUrlOf(pgA.url) };
     const servers = await startSharedTestServers({ env, log: (l) => lines.push(l) });
@@ -270,8 +278,8 @@ describe('startSharedTestServers', () => {
     await servers.stop();
   });
 
-  it('fails loudly under CI when a server cannot be had', async () => {
-    if (pgA.skip !== false) return;
+  it('fails loudly under CI when a server cannot be had', { skip: pgA.skip }, async () => {
+    assert.ok(pgA.skip === false);
     const env = { ...base, CI: 'true', DATABASE_URL: adminUrlOf(pgA.url) };
     await assert.rejects(startSharedTestServers({ env, log: () => {} }), /CI needs every test server/);
   });

@@ -12,8 +12,9 @@ import {
   timeout,
   tokenBucket,
 } from '@stratus/resilience';
-import { httpError, reply, startFaultyUpstream, type UpstreamScript } from '@stratus/testkit';
+import { type Answer, type Behaviour, startFaultyUpstream, weighted } from './faulty-upstream.js';
 import { type Frame, renderFrame, renderLine } from './live-view.js';
+import { UpstreamStatusError } from './upstream-status-error.js';
 import { type CallOutcome, WindowStats } from './window-stats.js';
 
 export interface DemoOptions {
@@ -42,49 +43,44 @@ interface Phase {
   readonly name: string;
   /** Fraction of the run at which the phase starts. */
   readonly from: number;
-  readonly script: UpstreamScript;
+  readonly behaviour: Behaviour;
 }
 
+const ok = (delayMs: number): Answer => ({ status: 200, delayMs });
 const jitteredOk =
-  (minMs: number, spreadMs: number): UpstreamScript =>
+  (minMs: number, spreadMs: number): Behaviour =>
   () =>
-    reply.slow(minMs + Math.random() * spreadMs);
+    ok(minMs + Math.random() * spreadMs);
 
 /** The upstream's story: healthy, slow, down, back, overloaded (429 + Retry-After), healthy. */
 const phases: readonly Phase[] = [
   {
     name: 'healthy (5% errors)',
     from: 0,
-    script: {
-      mix: [
-        [95, reply.slow(8)],
-        [5, reply.error(500)],
-      ],
-    },
+    behaviour: weighted([
+      [95, ok(8)],
+      [5, { status: 500 }],
+    ]),
   },
   {
     name: 'slow (40% past the timeout)',
     from: 0.2,
-    script: {
-      mix: [
-        [60, reply.slow(15)],
-        [40, reply.slow(900)],
-      ],
-    },
+    behaviour: weighted([
+      [60, ok(15)],
+      [40, ok(900)],
+    ]),
   },
-  { name: 'outage (503)', from: 0.35, script: reply.unavailable() },
-  { name: 'recovered', from: 0.55, script: jitteredOk(3, 10) },
+  { name: 'outage (503)', from: 0.35, behaviour: () => ({ status: 503 }) },
+  { name: 'recovered', from: 0.55, behaviour: jitteredOk(3, 10) },
   {
     name: 'overloaded (429, Retry-After: 1)',
     from: 0.75,
-    script: {
-      mix: [
-        [50, reply.slow(5)],
-        [50, reply.tooManyRequests(1)],
-      ],
-    },
+    behaviour: weighted([
+      [50, ok(5)],
+      [50, { status: 429, retryAfterS: 1 }],
+    ]),
   },
-  { name: 'healthy', from: 0.87, script: jitteredOk(3, 10) },
+  { name: 'healthy', from: 0.87, behaviour: jitteredOk(3, 10) },
 ];
 
 function classify(error: unknown): CallOutcome {
@@ -99,7 +95,7 @@ function classify(error: unknown): CallOutcome {
  * (retry → circuit breaker → timeout), shown live. Runs for `durationS` and stops by itself.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
-  const upstream = await startFaultyUpstream({ script: phases[0]!.script });
+  const upstream = await startFaultyUpstream(phases[0]!.behaviour);
   const breaker = circuitBreaker({
     name: 'upstream',
     trip: { kind: 'failure-ratio', ratio: 0.5, windowMs: 2_000, minThroughput: 20 },
@@ -151,10 +147,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const call = async ({ signal }: { signal: AbortSignal }) => {
     const response = await fetch(upstream.url, { signal });
     await response.arrayBuffer();
-    if (!response.ok) {
-      const retryAfter = response.headers.get('retry-after') ?? undefined;
-      throw httpError(response.status, retryAfter === undefined ? {} : { retryAfter });
-    }
+    if (!response.ok) throw new UpstreamStatusError(response);
     return response.status;
   };
 
@@ -210,7 +203,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       const next = phases[phaseIndex + 1];
       if (next && elapsed >= next.from * durationMs) {
         phaseIndex++;
-        upstream.setScript(next.script);
+        upstream.setBehaviour(next.behaviour);
         note(`upstream is now ${next.name}`);
       }
       credit += options.rps / 100;

@@ -3,8 +3,8 @@ import { after, describe, it } from 'node:test';
 import { postgresForSuite, suitePools, withHostilePgTypes } from '@stratus/testkit';
 import type pg from 'pg';
 import { PostgresSagaStore } from './postgres-saga-store.js';
+import { sagaStoreContract } from './saga-store.contract.js';
 import type { SagaRecord, SagaStatus } from './saga-store.js';
-import { sagaStoreContract } from './saga-store-contract.js';
 
 const suite = await postgresForSuite('coordination-sagas');
 let schemas = 0;

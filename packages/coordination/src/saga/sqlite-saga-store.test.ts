@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sqliteFiles } from '../fixtures/sqlite-files.js';
-import { sagaStoreContract } from './saga-store-contract.js';
+import { sagaStoreContract } from './saga-store.contract.js';
 import { SqliteSagaStore } from './sqlite-saga-store.js';
 
 const { path: fileIn, open } = sqliteFiles('stratus-sagas-');

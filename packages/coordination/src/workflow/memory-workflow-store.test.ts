@@ -1,4 +1,4 @@
 import { MemoryWorkflowStore } from './memory-workflow-store.js';
-import { workflowStoreContract } from './workflow-store-contract.js';
+import { workflowStoreContract } from './workflow-store.contract.js';
 
 workflowStoreContract('memory', async () => new MemoryWorkflowStore());

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { postgresForSuite, suitePools, withHostilePgTypes } from '@stratus/testkit';
 import type pg from 'pg';
 import { PostgresWorkflowStore } from './postgres-workflow-store.js';
-import { submission, T0, workflowStoreContract } from './workflow-store-contract.js';
+import { submission, T0, workflowStoreContract } from './workflow-store.contract.js';
 
 const suite = await postgresForSuite('coordination-workflows');
 let schemas = 0;

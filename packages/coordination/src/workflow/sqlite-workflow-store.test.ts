@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sqliteFiles } from '../fixtures/sqlite-files.js';
 import { SqliteWorkflowStore } from './sqlite-workflow-store.js';
-import { workflowStoreContract } from './workflow-store-contract.js';
+import { workflowStoreContract } from './workflow-store.contract.js';
 
 // The stores' close() leaves their databases open: the fixture closes them before removing their directory.
 const { path: fileIn, open } = sqliteFiles('stratus-workflows-');

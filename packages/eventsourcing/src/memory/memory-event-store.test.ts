@@ -1,4 +1,4 @@
-import { eventStoreBackendContract } from '../contract.js';
+import { eventStoreBackendContract } from '../event-store-backend.contract.js';
 import { MemoryEventStoreBackend } from './memory-event-store.js';
 
 eventStoreBackendContract('memory', async () => new MemoryEventStoreBackend());

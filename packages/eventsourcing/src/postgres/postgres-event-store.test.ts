@@ -3,8 +3,8 @@ import { after, describe, it } from 'node:test';
 import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import type { EventToStore, RecordedEvent } from '../backend.js';
-import { eventStoreBackendContract } from '../contract.js';
 import { EventStore } from '../event-store.js';
+import { eventStoreBackendContract } from '../event-store-backend.contract.js';
 import { PostgresEventStoreBackend } from './postgres-event-store.js';
 
 const suite = await postgresForSuite('eventsourcing-postgres');

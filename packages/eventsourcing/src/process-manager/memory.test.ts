@@ -1,6 +1,6 @@
 import { EventStore } from '../event-store.js';
 import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
-import { processManagerContract } from './contract.js';
+import { processManagerContract } from './process-manager.contract.js';
 
 processManagerContract('memory', {
   async open() {

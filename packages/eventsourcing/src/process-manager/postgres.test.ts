@@ -2,7 +2,7 @@ import { describe } from 'node:test';
 import { postgresForSuite } from '@stratus/testkit';
 import { EventStore } from '../event-store.js';
 import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
-import { processManagerContract } from './contract.js';
+import { processManagerContract } from './process-manager.contract.js';
 
 const suite = await postgresForSuite('process-manager');
 

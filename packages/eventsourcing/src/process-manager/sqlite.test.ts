@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventStore } from '../event-store.js';
 import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
-import { processManagerContract } from './contract.js';
+import { processManagerContract } from './process-manager.contract.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-process-manager-'));
 const opened: EventStore[] = [];

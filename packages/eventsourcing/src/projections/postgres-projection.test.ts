@@ -6,8 +6,8 @@ import { EventStore } from '../event-store.js';
 import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
 import { PostgresProjectionTarget } from './postgres-projection-target.js';
 import { type Projection, ProjectionRunner } from './projection-runner.js';
+import { projectionTargetContract } from './projection-target.contract.js';
 import { activeVersion } from './target.js';
-import { projectionTargetContract } from './target-contract.js';
 
 const suite = await postgresForSuite('eventsourcing-projections-postgres');
 let schemas = 0;

@@ -14,9 +14,9 @@ import {
   type ProjectionRunnerEvent,
   removeViewVersion,
 } from './projection-runner.js';
+import { projectionTargetContract } from './projection-target.contract.js';
 import { SqliteProjectionTarget } from './sqlite-projection-target.js';
 import { activeVersion } from './target.js';
-import { projectionTargetContract } from './target-contract.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-projections-'));
 /** Every database the tests open: closed before the directory goes (their background checkpointers write into it). */

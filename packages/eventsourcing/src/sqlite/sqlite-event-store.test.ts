@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/sql';
 import { countStatementRuns } from '@stratus/testkit';
-import { eventStoreBackendContract } from '../contract.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
+import { eventStoreBackendContract } from '../event-store-backend.contract.js';
 import { SqliteEventStoreBackend } from './sqlite-event-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-event-store-'));

@@ -3,8 +3,8 @@ import { after, describe, it } from 'node:test';
 import { postgresForSuite, VirtualClock, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import { PostgresInbox } from './inbox.js';
-import { outboxContract } from './outbox.contract.js';
 import type { OutboxRecord } from './outbox.js';
+import { outboxStoreContract } from './outbox-store.contract.js';
 import { PostgresOutbox } from './postgres-outbox.js';
 
 const server = await postgresForSuite('messaging-outbox');
@@ -16,7 +16,7 @@ describe('PostgreSQL outbox and inbox', { skip: server.skip }, () => {
     await server.release();
   });
 
-  outboxContract('postgres', async (clock, table) => {
+  outboxStoreContract('postgres', async (clock, table) => {
     const outbox = new PostgresOutbox({ pool, table, clock });
     await pool.query(`CREATE TABLE IF NOT EXISTS orders (id serial PRIMARY KEY, note text)`);
     const inTransaction = async (work: (client: pg.PoolClient) => Promise<void>, commit: boolean) => {

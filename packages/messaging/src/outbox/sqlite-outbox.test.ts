@@ -6,13 +6,13 @@ import { after, describe, it } from 'node:test';
 import { openSqlite } from '@stratus/sql';
 import { VirtualClock } from '@stratus/testkit';
 import { SqliteInbox } from './inbox.js';
-import { outboxContract } from './outbox.contract.js';
+import { outboxStoreContract } from './outbox-store.contract.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-outbox-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 
-outboxContract('sqlite', async (clock, table) => {
+outboxStoreContract('sqlite', async (clock, table) => {
   const database = openSqlite(join(directory, `${table}.db`));
   database.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)');
   const outbox = new SqliteOutbox({ database, table, clock });

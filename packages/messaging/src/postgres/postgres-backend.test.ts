@@ -4,7 +4,7 @@ import { migratePostgres, NotificationListener } from '@stratus/sql';
 import { postgresForSuite, waitUntil, withHostilePgTypes } from '@stratus/testkit';
 import pg from 'pg';
 import type { OutgoingMessage, QueueSettings, ReceiveResult } from '../backend.js';
-import { messageBackendContract } from '../contract.js';
+import { messageBackendContract } from '../message-backend.contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { topicMatches } from '../routing.js';
 import { PostgresMessageBackend } from './postgres-backend.js';

@@ -17,8 +17,8 @@ import {
   type StoredMessage,
   type Subscription,
 } from '../backend.js';
-import { messageBackendContract } from '../contract.js';
 import { MemoryMessageBackend } from '../memory/memory-backend.js';
+import { messageBackendContract } from '../message-backend.contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { subscriptionMatches } from '../routing.js';
 import { RedisMessageBackend } from './redis-backend.js';

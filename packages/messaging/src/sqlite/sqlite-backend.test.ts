@@ -8,7 +8,7 @@ import { startWorkerThread } from '@stratus/core';
 import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@stratus/sql';
 import { type ChildHandle, countStatementRuns, runChild } from '@stratus/testkit';
 import type { QueueSettings } from '../backend.js';
-import { messageBackendContract } from '../contract.js';
+import { messageBackendContract } from '../message-backend.contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
 import { BackendClosedError, SqliteMessageBackend } from './sqlite-backend.js';

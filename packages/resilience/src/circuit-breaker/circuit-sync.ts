@@ -9,7 +9,7 @@ import {
   InvalidOptionsError,
   randomId,
 } from '@stratus/core';
-import type { CircuitState, CircuitTransitionReason } from '../circuit-breaker.js';
+import type { CircuitState, CircuitTransitionReason } from './circuit-breaker.js';
 import { QuorumCircuitSync } from './quorum-sync.js';
 import { SharedCircuitSync } from './shared-sync.js';
 import type { CircuitStateStore, SharedCircuitRecord } from './state-store.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { flushMicrotasks, VirtualClock } from '@stratus/testkit';
-import { type CircuitBreakerEvent, type CircuitBreakerPolicy, circuitBreaker } from '../circuit-breaker.js';
+import { type CircuitBreakerEvent, type CircuitBreakerPolicy, circuitBreaker } from './circuit-breaker.js';
 import type { QuorumOptions } from './circuit-sync.js';
 import { FaultyStore } from './fixtures/faulty-store.js';
 import { MemoryCircuitStateStore } from './memory-state-store.js';

@@ -1,4 +1,4 @@
-import type { CircuitTransitionReason } from '../circuit-breaker.js';
+import type { CircuitTransitionReason } from './circuit-breaker.js';
 import type { CircuitSync, CircuitSyncHost, LocalTransition } from './circuit-sync.js';
 import type { QuorumReport } from './state-store.js';
 import type { StoreLink } from './store-link.js';

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { exponentialBackoff, InvalidOptionsError, OperationCancelledError } from '@stratus/core';
 import { flushMicrotasks, VirtualClock } from '@stratus/testkit';
+import { BrokenCircuitError, IsolatedCircuitError, TimeoutError } from '../errors.js';
 import {
   type CircuitBreakerEvent,
   type CircuitBreakerOptions,
   type CircuitBreakerPolicy,
   circuitBreaker,
-} from '../circuit-breaker.js';
-import { BrokenCircuitError, IsolatedCircuitError, TimeoutError } from '../errors.js';
+} from './circuit-breaker.js';
 import { SharedCircuitFailure, type SharedCircuitOptions } from './circuit-sync.js';
 import { FaultyStore } from './fixtures/faulty-store.js';
 import { MemoryCircuitStateStore } from './memory-state-store.js';

@@ -1,5 +1,5 @@
 import { randomId } from '@stratus/core';
-import type { CircuitTransitionReason } from '../circuit-breaker.js';
+import type { CircuitTransitionReason } from './circuit-breaker.js';
 import type {
   CircuitSync,
   CircuitSyncHost,

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
 import { concurrencyLimit } from './concurrency.js';
+import { storeSuites } from './fixtures/store-suites.js';
 import { MemoryRateLimitStore } from './memory-store.js';
-import { storeSuites } from './stores.test.helper.js';
 
 const suites = await storeSuites('rate-limit-concurrency');
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
+import { storeSuites } from './fixtures/store-suites.js';
 import { gcra } from './gcra.js';
-import { storeSuites } from './stores.test.helper.js';
 
 const suites = await storeSuites('rate-limit-gcra');
 

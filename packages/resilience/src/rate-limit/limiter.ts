@@ -1,4 +1,4 @@
-import { assertObject, type Clock, describe, InvalidOptionsError, systemClock } from '@stratus/core';
+import { assertObject, type Clock, describeValue, InvalidOptionsError, systemClock } from '@stratus/core';
 import type { Algorithm, RateLimitStore } from './algorithm.js';
 import { MemoryRateLimitStore } from './memory-store.js';
 import { validateSoftLimit } from './observer.js';
@@ -19,7 +19,10 @@ export function createLimiter(
   const name = options.name ?? algorithm.kind;
   // Stores key counters as "<name>:<key>": a ':' in the name could make two limiters share one counter.
   if (typeof name !== 'string' || name === '' || name.includes(':'))
-    throw new InvalidOptionsError('name', `expected a non-empty string without ':', got ${describe(name)}`);
+    throw new InvalidOptionsError(
+      'name',
+      `expected a non-empty string without ':', got ${describeValue(name)}`,
+    );
   const clock: Clock = options.clock ?? systemClock;
   assertObject('clock', clock);
   validateSoftLimit(options.softLimit);

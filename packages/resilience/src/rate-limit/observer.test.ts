@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
 import { fixedWindow } from './fixed-window.js';
-import { storeSuites } from './stores.test.helper.js';
+import { storeSuites } from './fixtures/store-suites.js';
 import { tokenBucket } from './token-bucket.js';
 import type { RateLimiterEvent } from './types.js';
 

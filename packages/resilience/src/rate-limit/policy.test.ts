@@ -5,8 +5,8 @@ import { flushMicrotasks, VirtualClock, waitUntil } from '@stratus/testkit';
 import { RateLimitedError } from '../errors.js';
 import { concurrencyLimit } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
+import { storeSuites } from './fixtures/store-suites.js';
 import { rateLimit } from './policy.js';
-import { storeSuites } from './stores.test.helper.js';
 import { tokenBucket } from './token-bucket.js';
 import type { RateLimiter, RateLimiterEvent, RateLimitResult } from './types.js';
 

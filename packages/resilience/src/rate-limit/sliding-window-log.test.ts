@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
 import { fixedWindow } from './fixed-window.js';
+import { storeSuites } from './fixtures/store-suites.js';
 import { slidingWindowCounter } from './sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log.js';
-import { storeSuites } from './stores.test.helper.js';
 import type { RateLimiter } from './types.js';
 
 const suites = await storeSuites('rate-limit-sliding-log');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
-import { storeSuites } from './stores.test.helper.js';
+import { storeSuites } from './fixtures/store-suites.js';
 import { tokenBucket } from './token-bucket.js';
 
 const suites = await storeSuites('rate-limit-token-bucket');

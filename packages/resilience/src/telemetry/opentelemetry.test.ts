@@ -18,7 +18,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { constantBackoff, EventEmitter, OperationCancelledError, type StratusEvent } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
-import { circuitBreaker } from '../circuit-breaker.js';
+import { circuitBreaker } from '../circuit-breaker/index.js';
 import { pipeline } from '../pipeline.js';
 import { retry } from '../retry.js';
 import { instrumentOpenTelemetry, traced } from './opentelemetry.js';

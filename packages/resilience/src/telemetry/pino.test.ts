@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { constantBackoff, EventEmitter, InvalidOptionsError, type StratusEvent } from '@stratus/core';
 import { VirtualClock } from '@stratus/testkit';
 import pino from 'pino';
-import { circuitBreaker } from '../circuit-breaker.js';
+import { circuitBreaker } from '../circuit-breaker/index.js';
 import { retry } from '../retry.js';
 import { type LogStratusEventsOptions, logStratusEvents } from './pino.js';
 

@@ -14,6 +14,10 @@ import {
   type StratusEvent,
   systemClock,
 } from '@stratus/core';
+import { contextOf } from '../context.js';
+import { BrokenCircuitError, IsolatedCircuitError } from '../errors.js';
+import type { ExecuteOptions, FailureClassifier, Operation, Policy } from '../policy.js';
+import { httpStatusOf, retryAfterMs } from '../transient.js';
 import {
   type CircuitSync,
   type CircuitSyncHost,
@@ -21,18 +25,9 @@ import {
   SharedCircuitFailure,
   type SharedCircuitOptions,
   type TrialOutcome,
-} from './circuit-breaker/circuit-sync.js';
-import type { SharedCircuitRecord } from './circuit-breaker/state-store.js';
-import {
-  createTripRule,
-  type TripOption,
-  type TripRule,
-  type TripRuleState,
-} from './circuit-breaker/trip-rule.js';
-import { contextOf } from './context.js';
-import { BrokenCircuitError, IsolatedCircuitError } from './errors.js';
-import type { ExecuteOptions, FailureClassifier, Operation, Policy } from './policy.js';
-import { httpStatusOf, retryAfterMs } from './transient.js';
+} from './circuit-sync.js';
+import type { SharedCircuitRecord } from './state-store.js';
+import { createTripRule, type TripOption, type TripRule, type TripRuleState } from './trip-rule.js';
 
 export type CircuitState = 'closed' | 'open' | 'half-open' | 'isolated';
 

@@ -1,26 +1,22 @@
 /**
- * One contract, three adapters: the memory store is the reference, Redis and PostgreSQL must behave the
- * same. Each adapter gets two store instances on separate connections, as two processes would have.
+ * The contract every CircuitStateStore passes (memory, Redis, PostgreSQL): versioned compare-and-set, quorum
+ * reports and change notifications. The memory store is the reference. Each adapter's test file calls
+ * `circuitStateStoreContract` with a pair of stores on separate connections, as two processes would have them.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
 import { randomId } from '@stratus/core';
-import { postgresForSuite, redisForSuite, withHostilePgTypes } from '@stratus/testkit';
-import { Redis } from 'ioredis';
-import pg from 'pg';
-import { MemoryCircuitStateStore } from './memory-state-store.js';
-import { PostgresCircuitStateStore } from './postgres-state-store.js';
-import { RedisCircuitStateStore } from './redis-state-store.js';
 import type { CircuitStateStore, SharedCircuitRecord, SharedCircuitState } from './state-store.js';
 
-interface StorePair {
+export interface StorePair {
   readonly a: CircuitStateStore;
   readonly b: CircuitStateStore;
 }
 
-const T0 = Date.UTC(2026, 0, 1);
+export const T0 = Date.UTC(2026, 0, 1);
 
-function state(overrides: Partial<SharedCircuitState> = {}): SharedCircuitState {
+/** A shared state at T0, open after a trip, with `overrides` over it. */
+export function state(overrides: Partial<SharedCircuitState> = {}): SharedCircuitState {
   return {
     state: 'open',
     openUntil: T0 + 5000,
@@ -48,7 +44,7 @@ function nextDelivery<T>(register: (deliver: (value: T) => void) => Promise<unkn
 }
 
 /** The store, with every subscription it hands out recorded so the suite can end them before closing clients. */
-function tracked(subscriptions: (() => Promise<void>)[], store: CircuitStateStore): CircuitStateStore {
+export function tracked(subscriptions: (() => Promise<void>)[], store: CircuitStateStore): CircuitStateStore {
   const subscribe = store.subscribe?.bind(store);
   return {
     kind: store.kind,
@@ -65,7 +61,7 @@ function tracked(subscriptions: (() => Promise<void>)[], store: CircuitStateStor
   };
 }
 
-function storeContract(pairOf: () => StorePair): void {
+export function circuitStateStoreContract(pairOf: () => StorePair): void {
   const key = () => `circuit-${randomId()}`;
 
   it('reads nothing for a circuit never written', async () => {
@@ -188,92 +184,3 @@ function storeContract(pairOf: () => StorePair): void {
     );
   });
 }
-
-describe('circuit state store contract', () => {
-  describe('memory', () => {
-    const store = new MemoryCircuitStateStore();
-    storeContract(() => ({ a: store, b: store }));
-  });
-
-  describe('redis', async () => {
-    const redis = await redisForSuite('circuit-state-store');
-    describe('adapter', { skip: redis.skip }, () => {
-      const clients: Redis[] = [];
-      let pair: StorePair;
-      const subscriptions: (() => Promise<void>)[] = [];
-      before(() => {
-        const client = () => {
-          const c = new Redis(redis.url ?? '', { maxRetriesPerRequest: 1 });
-          clients.push(c);
-          return c;
-        };
-        const keyPrefix = `${redis.keyPrefix}circuit:`;
-        pair = {
-          a: tracked(subscriptions, new RedisCircuitStateStore({ client: client(), keyPrefix })),
-          b: tracked(subscriptions, new RedisCircuitStateStore({ client: client(), keyPrefix })),
-        };
-      });
-      after(async () => {
-        for (const off of subscriptions) await off();
-        await redis.release();
-        for (const c of clients) c.disconnect();
-      });
-      storeContract(() => pair);
-    });
-  });
-
-  describe('postgres', async () => {
-    const database = await postgresForSuite('circuit-state-store');
-    describe('adapter', { skip: database.skip }, () => {
-      const pools: pg.Pool[] = [];
-      let pair: StorePair;
-      const subscriptions: (() => Promise<void>)[] = [];
-      before(() => {
-        const pool = () => {
-          const p = new pg.Pool({ connectionString: database.url, max: 4 });
-          // pool.end() resolves before its sockets close, so dropping the database may still cut one off.
-          p.on('error', () => {});
-          pools.push(p);
-          return p;
-        };
-        pair = {
-          a: tracked(subscriptions, new PostgresCircuitStateStore({ pool: pool() })),
-          b: tracked(subscriptions, new PostgresCircuitStateStore({ pool: pool() })),
-        };
-      });
-      after(async () => {
-        for (const off of subscriptions) await off();
-        for (const p of pools) await p.end();
-        await database.release();
-      });
-      storeContract(() => pair);
-
-      it("reads the same records whatever pg's process-wide type parsers are", async () => {
-        const store = new PostgresCircuitStateStore({ pool: pools[0] as pg.Pool });
-        const report = (instanceId: string, expiresAt: number) => ({
-          instanceId,
-          failing: true,
-          since: T0,
-          expiresAt,
-        });
-        const run = async (k: string) => ({
-          created: await store.compareAndSet(k, 0, state()),
-          stale: await store.compareAndSet(k, 0, state({ state: 'closed' })),
-          updated: await store.compareAndSet(k, 1, state({ trials: { t1: T0 + 100 } })),
-          read: await store.read(k),
-          first: await store.report(k, report('i1', T0 + 3000), T0),
-          second: await store.report(k, report('i2', T0 + 1000), T0 + 10),
-        });
-        const expected = await run(`circuit-${randomId()}`);
-        assert.deepEqual(expected.read, { ...state({ trials: { t1: T0 + 100 } }), version: 2 });
-        assert.deepEqual(await withHostilePgTypes(() => run(`circuit-${randomId()}`)), expected);
-      });
-
-      it('rejects table and channel names that are not plain identifiers', () => {
-        assert.throws(() => new PostgresCircuitStateStore({ pool: pools[0]!, table: 'x; DROP TABLE y' }));
-        assert.throws(() => new PostgresCircuitStateStore({ pool: pools[0]!, channel: 'a"b' }));
-        assert.doesNotThrow(() => new PostgresCircuitStateStore({ pool: pools[0]!, table: 'ops.breakers' }));
-      });
-    });
-  });
-});

@@ -21,7 +21,7 @@ const T0 = Date.UTC(2026, 0, 1);
  * What every outbox store must do, with the relay: run by the SQLite and PostgreSQL outbox tests. `open` gets a
  * clock and a table name of its own for each test.
  */
-export function outboxContract(
+export function outboxStoreContract(
   label: string,
   open: (clock: VirtualClock, table: string) => Promise<OutboxFixture>,
 ): void {

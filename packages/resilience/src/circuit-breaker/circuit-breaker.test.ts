@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { exponentialBackoff, InvalidOptionsError, OperationCancelledError } from '@stratus/core';
 import { flushMicrotasks, VirtualClock } from '@stratus/testkit';
+import { BrokenCircuitError, IsolatedCircuitError } from '../errors.js';
 import {
   type CircuitBreakerEvent,
   type CircuitBreakerOptions,
   type CircuitBreakerPolicy,
   circuitBreaker,
 } from './circuit-breaker.js';
-import { BrokenCircuitError, IsolatedCircuitError } from './errors.js';
 
 const boom = new Error('boom');
 const fail = () => Promise.reject(boom);

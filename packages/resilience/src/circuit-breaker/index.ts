@@ -1,0 +1,12 @@
+export * from './circuit-breaker.js';
+export { type QuorumOptions, SharedCircuitFailure, type SharedCircuitOptions } from './circuit-sync.js';
+export * from './consecutive-failures.js';
+export * from './failure-count.js';
+export * from './failure-ratio.js';
+export * from './memory-state-store.js';
+export * from './postgres-state-store.js';
+export * from './redis-state-store.js';
+export * from './rolling-window.js';
+export * from './slow-call-ratio.js';
+export * from './state-store.js';
+export * from './trip-rule.js';
