@@ -23,10 +23,8 @@ console.log(`100 concurrent reads in one instance: ${loads} load`);
 
 loads = 0;
 const store = new MemoryCacheStore();
-const [a, b] = [1, 2].map(() => cacheAside({ store, distributedLock: { ttlMs: 10_000 } })) as [
-  CacheAside,
-  CacheAside,
-];
+const a = cacheAside({ store, distributedLock: { ttlMs: 10_000 } }); // in process 1
+const b = cacheAside({ store, distributedLock: { ttlMs: 10_000 } }); // in process 2
 const first = readMany(a, 50);
 await sleep(systemClock, 5); // instance a holds the load lock by now
 await Promise.all([...first, ...readMany(b, 50)]);

@@ -4,7 +4,7 @@
 //   price: 42 (from the service)
 //   fallback after HTTP 503
 //   price: 42 (last known)
-//   fallback after a thrown error: connection refused
+//   fallback after connection refused
 //   price: 42 (last known)
 //   a caller who cancelled gets no substitute: ERR_STRATUS_CANCELLED
 import { fallback } from '@stratus/resilience';
@@ -18,9 +18,9 @@ let lastKnown: Quote = { status: 200, price: 0, source: 'default' };
 
 const withLastKnown = fallback<Quote>({
   fallback: (failure) => {
-    console.log(
-      `fallback after ${'error' in failure ? `a thrown error: ${(failure.error as Error).message}` : `HTTP ${(failure.result as Quote).status}`}`,
-    );
+    const why =
+      'error' in failure ? (failure.error as Error).message : `HTTP ${(failure.result as Quote).status}`;
+    console.log(`fallback after ${why}`);
     return { ...lastKnown, source: 'last known' };
   },
   // Every error is replaced by default (cancellations excepted); results only when this says so.

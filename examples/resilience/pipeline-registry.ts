@@ -42,7 +42,8 @@ const payments = registry.define(
   },
   { maxAttempts: 3, timeoutMs: 1_000 },
 );
-const show = () => console.log(`payments v${payments.version}: ${payments.options.maxAttempts} attempts`);
+const show = (prefix = '') =>
+  console.log(`${prefix}payments v${payments.version}: ${payments.options.maxAttempts} attempts`);
 
 show();
 payments.reconfigure({ maxAttempts: 5, timeoutMs: 1_000 });
@@ -60,8 +61,7 @@ try {
 const config = new EventEmitter();
 const stop = registry.watch({ emitter: config });
 config.emit('change', { payments: { maxAttempts: 2, timeoutMs: 1_000 } });
-process.stdout.write('from the watched source: ');
-show();
+show('from the watched source: ');
 stop();
 
 await payments.execute(async () => 'charged'); // calls always run on the version in force
