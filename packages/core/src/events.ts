@@ -24,8 +24,15 @@ export const stratusEventChannel = diagnosticsChannel.channel('stratus:events');
  * A small typed emitter. `emit` costs one branch when nobody listens, which keeps the hot path of
  * policies cheap; the `active` getter lets callers skip building an event object altogether.
  */
+/**
+ * A listener as the emitter holds it: a method-style signature, which TypeScript checks bivariantly, so that an
+ * emitter of narrower events still counts as one of StratusEvent where sources are checked (the built .d.ts hides
+ * private fields, so only code compiled from source, as the examples are, would see the difference).
+ */
+type HeldListener<E> = { bivarianceHack(event: E): void }['bivarianceHack'];
+
 export class EventEmitter<E extends StratusEvent> {
-  #listeners: Listener<E>[] = [];
+  #listeners: HeldListener<E>[] = [];
 
   /** True when someone listens here or on the process-wide channel. */
   get active(): boolean {
