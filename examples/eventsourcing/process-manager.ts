@@ -79,11 +79,12 @@ const manager = new ProcessManager({
   timeouts: queueTimeoutScheduler(messaging, 'checkout-timeouts'),
 });
 const router = new ProcessRouter([manager]);
+const subscription = router.subscribe(store, { name: 'checkout-router' }); // every event of the store, in order
+const timeouts = router.consumeTimeouts(messaging, 'checkout-timeouts');
+
 // Each step's commands are sent, then marked sent: the third step's mark ends this example's process.
 let steps = 0;
 const lastStepSent = manager.events.once((event) => event.type === 'dispatched' && ++steps === 3);
-const subscription = router.subscribe(store, { name: 'checkout-router' }); // every event of the store, in order
-const timeouts = router.consumeTimeouts(messaging, 'checkout-timeouts');
 
 await store.appendToStream('order-o-1', [{ type: 'OrderPlaced', data: { orderId: 'o-1', seats: 2 } }]);
 await lastStepSent;

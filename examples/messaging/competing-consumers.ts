@@ -6,7 +6,7 @@
 //   job-6 dead-lettered after 3 deliveries: poison message
 //   6 jobs done, none twice
 import { constantBackoff } from '@stratus/core';
-import { MemoryMessageBackend, type MessageHandler, Messaging } from '@stratus/messaging';
+import { closeOnSignals, MemoryMessageBackend, type MessageHandler, Messaging } from '@stratus/messaging';
 
 const messaging = new Messaging({ backend: new MemoryMessageBackend() });
 await messaging.createQueue('jobs', { maxDeliveryCount: 3 });
@@ -23,6 +23,8 @@ const handler: MessageHandler<{ job: string }> = async (message) => {
 const options = { concurrency: 2, retryBackoff: constantBackoff(10) };
 messaging.consume('jobs', handler, options);
 messaging.consume('jobs', handler, options);
+// On SIGTERM or SIGINT: finish running handlers (give the rest back) within 30 s, close the backend, exit.
+const removeSignalHandlers = closeOnSignals([messaging], { timeoutMs: 30_000 });
 
 // Every consumer's events: completed, failed (with the retry delay), dead-lettered, lock lost...
 await new Promise<void>((resolve) => {
@@ -41,4 +43,5 @@ await new Promise<void>((resolve) => {
   });
 });
 console.log(`${new Set(done).size} jobs done, ${done.length === 6 ? 'none twice' : 'some twice'}`);
-await messaging.close(); // stops both consumers (finishing running handlers), then closes the backend
+removeSignalHandlers();
+await messaging.close(); // what a signal would do: stops both consumers, then closes the backend

@@ -3,8 +3,7 @@
 // processes; its output ids derive from its input's, so a filter re-run after a crash produces no duplicate.
 // Prints:
 //   queues: uploads.validate, uploads.resize, uploads.store
-//   rejected by validate: notes.txt
-//   stored photo.jpg at 800x600 (validate, resize)
+//   stored photo.jpg at 800x600 (passed validate, resize)
 import { FILTER_MARK_PREFIX, MemoryMessageBackend, Messaging, Pipeline } from '@stratus/messaging';
 
 interface Upload {
@@ -13,47 +12,33 @@ interface Upload {
   readonly height: number;
 }
 const messaging = new Messaging({ backend: new MemoryMessageBackend() });
-const results: string[] = [];
-let record!: (line: string) => void;
-const done = new Promise<void>((resolve) => {
-  record = (line) => {
-    if (results.push(line) === 2) resolve();
-  };
+let stored!: (line: string) => void;
+const done = new Promise<string>((resolve) => {
+  stored = resolve;
 });
 
-// Reorder, add or remove steps by editing the list: each step consumes `<pipeline>.<step>`.
+// Reorder, add or remove steps by editing the list; step s consumes queue `uploads.<s>`. A Pipeline is not typed
+// per step: bodies arrive as unknown. Returning undefined ends the message there.
 const pipeline = new Pipeline(messaging, 'uploads', [
-  {
-    name: 'validate',
-    transform: (body) => {
-      const upload = body as Upload; // a Pipeline is not typed per step: bodies arrive as unknown
-      if (upload.name.endsWith('.jpg')) return upload;
-      record(`rejected by validate: ${upload.name}`);
-      return undefined; // nothing goes on
-    },
-  },
-  {
-    name: 'resize',
-    transform: (body) => ({ ...(body as Upload), width: 800, height: 600 }),
-  },
+  { name: 'validate', transform: (body) => ((body as Upload).name.endsWith('.jpg') ? body : undefined) },
+  { name: 'resize', transform: (body) => ({ ...(body as Upload), width: 800, height: 600 }) },
   {
     name: 'store',
     transform: (body, message) => {
-      const upload = body as Upload;
+      const { name, width, height } = body as Upload;
       const marks = Object.keys(message.headers).map((header) => header.replace(FILTER_MARK_PREFIX, ''));
-      record(`stored ${upload.name} at ${upload.width}x${upload.height} (${marks.join(', ')})`);
+      stored(`stored ${name} at ${width}x${height} (passed ${marks.join(', ')})`);
       return undefined;
     },
   },
 ]);
 await pipeline.createQueues();
 console.log(`queues: ${pipeline.steps.map((step) => step.input).join(', ')}`);
-// Here every step runs in this process; in production, pipeline.startStep('resize', { concurrency: 8 }) in each
-// process that runs that step.
+// Here every step runs in this process; in production each process runs the steps it is for, with their options:
+// pipeline.startStep('resize', { concurrency: 8 }).
 pipeline.startAll({ resize: { concurrency: 4 } });
 
+await messaging.queue(pipeline.input).send({ name: 'notes.txt', width: 0, height: 0 }); // stops at validate
 await messaging.queue(pipeline.input).send({ name: 'photo.jpg', width: 4000, height: 3000 });
-await messaging.queue(pipeline.input).send({ name: 'notes.txt', width: 0, height: 0 });
-await done;
-for (const line of results.sort()) console.log(line);
+console.log(await done);
 await messaging.close();
