@@ -1,7 +1,7 @@
 // Leader Election: of several instances of a service, one at a time does the work that must not run twice (a
 // scheduler, a sweeper). Candidates contend for a lease; the holder renews it and leads while it does. Each term
 // has a fencing token (it only grows) and an AbortSignal that fires the moment leadership is lost; a leader that
-// stops releases the lease, so another candidate takes over at once rather than when the lease runs out.
+// stops releases the lease, so another candidate takes over at its next attempt, not when the lease runs out.
 // Prints:
 //   scheduler-a leads (token 1)
 //   the store says: scheduler-a leads
