@@ -28,7 +28,7 @@ export interface SqliteEventStoreBackendOptions {
   /** A database file to open (created if missing); the store owns it and closes it on close(). */
   readonly path?: string;
   /**
-   * A database you opened with openSqlite (from @stratus/messaging); the store never closes it. Share it with your
+   * A database you opened with openSqlite (from @stratus/sql); the store never closes it. Share it with your
    * own tables, or with the SQLite message backend and outbox, to append in the same transaction as other writes.
    */
   readonly database?: SqliteDatabase;
