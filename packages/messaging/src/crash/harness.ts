@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type ChildExit, type ChildHandle, runChild, waitUntil } from '@stratus/testkit';
 import type { QueueStats } from '../backend.js';
-import { Messaging, type QueueClient } from '../messaging.js';
+import { Messaging } from '../messaging.js';
 import { openMessageBackend } from '../open-backend.js';
 import { SqliteInbox } from '../outbox/inbox.js';
+import type { QueueClient } from '../queue-client.js';
 import { openSqlite, type SqliteDatabase } from '../sqlite/driver.js';
 
 /** A small deterministic generator (mulberry32): a failing run can be replayed from its seed. */

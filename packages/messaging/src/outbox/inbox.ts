@@ -1,6 +1,6 @@
 import { type Clock, createExclusively, systemClock } from '@stratus/core';
 import type { Pool, PoolClient } from 'pg';
-import type { HandlerContext, MessageHandler } from '../consumer.js';
+import type { HandlerContext, MessageHandler } from '../message-handler.js';
 import type { ReceivedMessage } from '../received-message.js';
 import type { SqliteDatabase } from '../sqlite/driver.js';
 
