@@ -1,86 +1,24 @@
 import {
   assertDuration,
   assertInteger,
-  type Backoff,
   exponentialBackoff,
   InvalidOptionsError,
   StratusError,
   sleep,
-  type TimerHandle,
 } from '@stratus/core';
 import type { RateLimiter } from '@stratus/resilience';
-import { DEAD_LETTER_MAX_DELIVERIES } from './backend.js';
+import { type ConsumerEventSink, consumerEventSink, settleFailure } from './consumer-events.js';
+import { type ConsumerOptions, type ConsumerSettings, consumerSettings } from './consumer-options.js';
 import { MessageLockLostError } from './errors.js';
 import type { ConsumerEvent } from './events.js';
-import { dueIn, type QueueClient } from './messaging.js';
+import { HeldJobs } from './held-jobs.js';
+import type { Job } from './job.js';
+import { LockRenewal } from './lock-renewal.js';
+import type { MessageHandler, SessionContext } from './message-handler.js';
+import type { QueueClient } from './queue-client.js';
 import type { ReceivedMessage } from './received-message.js';
-
-export interface SessionContext {
-  readonly id: string;
-  getState<S = unknown>(): Promise<S | undefined>;
-  /** Undefined clears the state. */
-  setState(state: unknown): Promise<void>;
-}
-
-export interface HandlerContext {
-  /** Aborts when the message's lock is lost or the consumer's shutdown deadline passes. */
-  readonly signal: AbortSignal;
-  /** The message's session on a queue with sessions (this consumer holds it while the handler runs). */
-  readonly session: SessionContext | undefined;
-  /**
-   * With `sessionBatch`, the messages of this one's batch that would run after it, in order (empty otherwise). A
-   * handler that can do their work together with this message's, for less than one by one, does so and calls
-   * `take`.
-   */
-  readonly following: readonly ReceivedMessage<unknown>[];
-  /**
-   * Says that this handler did the work of the first `count` messages of `following` too: they do not run, and
-   * they complete with this message when the handler resolves (those the handler settled itself excepted). Call it
-   * once that work is done: if the handler throws, this message is retried and the taken ones go back with it.
-   */
-  take(count: number): void;
-}
-
-/**
- * Processes one message. Resolve to have it completed (unless the handler settled it itself); throw to have it
- * abandoned and retried after a backoff, or dead-lettered once it used up the queue's deliveries.
- */
-export type MessageHandler<T> = (
-  message: ReceivedMessage<T>,
-  context: HandlerContext,
-) => Promise<void> | void;
-
-export interface ConsumerOptions {
-  /** Handlers running at once in this process; default 1. */
-  concurrency?: number;
-  /** Messages locked ahead of free handler slots, to hide the receive round trip; default 0. */
-  prefetch?: number;
-  /** Lock duration of each receive; default the queue's. */
-  lockMs?: number;
-  /** Renew locks of held messages before they expire; default true. */
-  autoRenew?: boolean;
-  /** Stop renewing a message's lock after this long (a handler stuck for good lets its message go); default 5 min. */
-  maxRenewMs?: number;
-  /** Delay before a failed message is delivered again, by delivery count; default exponential 1 s ×2 up to 60 s. */
-  retryBackoff?: Backoff;
-  /**
-   * Queue-Based Load Leveling: a limiter from @stratus/resilience consulted before each handler starts, so a
-   * backlog drains at the limiter's rate (a Redis or PostgreSQL store makes it one rate for all processes).
-   */
-  rateLimit?: RateLimiter;
-  /** Key under which the rate limiter counts; default the queue name. */
-  rateLimitKey?: string;
-  /**
-   * On a sessions queue, how many of a session's messages one receive may lock together; default 1. They run one
-   * after another in one handler slot, in order, each completed as the next one starts, so a busy session costs one
-   * round trip per message instead of two. Backends without session batches (PostgreSQL) lock one at a time.
-   */
-  sessionBatch?: number;
-  /** Safety-net poll while idle, in case a wake-up signal was missed; default 5 s. */
-  idlePollMs?: number;
-  /** Default deadline of close(); default 30 s. */
-  shutdownTimeoutMs?: number;
-}
+import { retryOrDeadLetter } from './retry-or-dead-letter.js';
+import { dueIn, WakeUp } from './wake-up.js';
 
 /** Why a handler's signal aborted at shutdown. */
 export class ConsumerClosedError extends StratusError {
@@ -89,45 +27,6 @@ export class ConsumerClosedError extends StratusError {
       'ERR_STRATUS_CONSUMER_CLOSED',
       `The consumer of queue "${queue}" shut down before the handler finished`,
     );
-  }
-}
-
-/**
- * A held message. Its abort signal is created only if the handler reads it: most handlers never do, and an
- * AbortController per message is a measurable share of a no-op handler's cost.
- */
-class Job {
-  readonly message: ReceivedMessage<unknown>;
-  readonly receivedAt: number;
-  running = false;
-  /** The next message of its session batch, run after this one in the same slot. */
-  next: Job | undefined;
-  #controller: AbortController | undefined;
-  #abortReason: unknown;
-  #aborted = false;
-
-  constructor(message: ReceivedMessage<unknown>, receivedAt: number) {
-    this.message = message;
-    this.receivedAt = receivedAt;
-  }
-
-  get aborted(): boolean {
-    return this.#aborted;
-  }
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort(this.#abortReason);
-    }
-    return this.#controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
-    this.#abortReason = reason;
-    this.#controller?.abort(reason);
   }
 }
 
@@ -145,28 +44,17 @@ export class Consumer<T> {
   /** Resolves when the consumer has stopped (after close). */
   readonly stopped: Promise<void>;
   readonly #handler: MessageHandler<T>;
-  readonly #emit: (event: ConsumerEvent) => void;
-  readonly #concurrency: number;
-  readonly #prefetch: number;
-  readonly #lockMs: number | undefined;
-  readonly #autoRenew: boolean;
-  readonly #maxRenewMs: number;
-  readonly #retryBackoff: Backoff;
-  readonly #rateLimit: RateLimiter | undefined;
-  readonly #rateLimitKey: string;
-  readonly #idlePollMs: number;
-  readonly #shutdownTimeoutMs: number;
-  readonly #sessionBatch: number;
+  readonly #event: ConsumerEventSink;
+  readonly #options: ConsumerSettings;
   /** Received and not yet finished: waiting for a slot (running false) or running. */
-  readonly #held = new Set<Job>();
-  readonly #buffer: Job[] = [];
+  readonly #held = new HeldJobs();
+  readonly #renewal: LockRenewal | undefined;
+  /** Signalled by the backend's watch and by every freed slot or settled completion. */
+  readonly #wakeUp = new WakeUp();
   #running = 0;
   #closing = false;
   #closed: Promise<void> | undefined;
-  #signalled = false;
-  #wake: (() => void) | undefined;
   #pumping = false;
-  #renewTimer: TimerHandle | undefined;
   #processed = 0;
   #resolveStopped: () => void = () => {};
   #loop: Promise<void> | undefined;
@@ -187,35 +75,14 @@ export class Consumer<T> {
     emit: (event: ConsumerEvent) => void,
   ) {
     if (typeof handler !== 'function') throw new InvalidOptionsError('handler', 'expected a function');
-    const concurrency = options.concurrency ?? 1;
-    assertInteger('concurrency', concurrency, 1, 10_000);
-    const prefetch = options.prefetch ?? 0;
-    assertInteger('prefetch', prefetch, 0, 10_000);
-    if (options.lockMs !== undefined) assertDuration('lockMs', options.lockMs, { allowZero: false });
-    const maxRenewMs = options.maxRenewMs ?? 5 * 60_000;
-    assertDuration('maxRenewMs', maxRenewMs);
-    const idlePollMs = options.idlePollMs ?? 5000;
-    assertDuration('idlePollMs', idlePollMs, { allowZero: false });
-    const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 30_000;
-    assertDuration('shutdownTimeoutMs', shutdownTimeoutMs);
-    const sessionBatch = options.sessionBatch ?? 1;
-    assertInteger('sessionBatch', sessionBatch, 1, 1000);
+    this.#options = consumerSettings(queue.name, options);
     this.queue = queue;
     this.#continues = queue.messaging.backend.completeAndReceive !== undefined;
     this.#handler = handler;
-    this.#emit = emit;
-    this.#concurrency = concurrency;
-    this.#prefetch = prefetch;
-    this.#lockMs = options.lockMs;
-    this.#autoRenew = options.autoRenew ?? true;
-    this.#maxRenewMs = maxRenewMs;
-    this.#retryBackoff =
-      options.retryBackoff ?? exponentialBackoff({ initialMs: 1000, maxMs: 60_000, jitter: 'equal' });
-    this.#rateLimit = options.rateLimit;
-    this.#rateLimitKey = options.rateLimitKey ?? queue.name;
-    this.#idlePollMs = idlePollMs;
-    this.#shutdownTimeoutMs = shutdownTimeoutMs;
-    this.#sessionBatch = sessionBatch;
+    this.#event = consumerEventSink(queue, emit);
+    this.#renewal = this.#options.autoRenew
+      ? new LockRenewal(queue, this.#held, this.#options.maxRenewMs, () => this.#closing, this.#event)
+      : undefined;
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -243,17 +110,17 @@ export class Consumer<T> {
    * `timeoutMs`, then aborts the rest (their signal fires) and gives their messages back too.
    */
   close(options: { timeoutMs?: number } = {}): Promise<void> {
-    this.#closed ??= this.#shutdown(options.timeoutMs ?? this.#shutdownTimeoutMs);
+    this.#closed ??= this.#shutdown(options.timeoutMs ?? this.#options.shutdownTimeoutMs);
     return this.#closed;
   }
 
   async #run(): Promise<void> {
     const { messaging, name } = this.queue;
-    const unwatch = messaging.backend.watch(name, () => this.#signal());
+    const unwatch = messaging.backend.watch(name, () => this.#wakeUp.signal());
     let failures = 0;
     try {
       while (!this.#closing) {
-        const window = this.#concurrency + this.#prefetch;
+        const window = this.#options.concurrency + this.#options.prefetch;
         // Completions in flight may overlap one more window of receives, not more: a slow backend slows us down.
         const capacity = this.#settling.size >= window ? 0 : window - this.#held.size - this.#reserved;
         if (capacity <= 0) {
@@ -266,7 +133,7 @@ export class Consumer<T> {
         try {
           // Inside the try: an unreachable backend or a queue not created yet is retried, never fatal.
           receiving = await this.#receiveSettings();
-          this.#signalled = false;
+          this.#wakeUp.reset();
           this.#reserved += capacity;
           try {
             result = await messaging.backend.receive(name, {
@@ -288,7 +155,10 @@ export class Consumer<T> {
           continue;
         }
         if (result.messages.length === 0) {
-          await this.#idle(Math.min(this.#idlePollMs, dueIn(messaging.clock, result.nextDueAt)), true);
+          await this.#idle(
+            Math.min(this.#options.idlePollMs, dueIn(messaging.clock, result.nextDueAt)),
+            true,
+          );
           continue;
         }
         this.#take(accepted, receiving);
@@ -300,32 +170,18 @@ export class Consumer<T> {
 
   async #receiveSettings(): Promise<ReceiveSettings> {
     const settings = await this.#settings();
-    const batches =
-      this.#sessionBatch > 1 && settings.sessions && this.queue.messaging.backend.sessionBatches;
+    const { sessionBatch, lockMs } = this.#options;
+    const batches = sessionBatch > 1 && settings.sessions && this.queue.messaging.backend.sessionBatches;
     return {
-      lockMs: this.#lockMs ?? settings.lockDurationMs,
-      sessionBatch: batches === true ? this.#sessionBatch : undefined,
+      lockMs: lockMs ?? settings.lockDurationMs,
+      sessionBatch: batches === true ? sessionBatch : undefined,
     };
   }
 
-  /**
-   * Holds received messages and starts them as slots allow. Received in session batches, messages of one session
-   * in one answer were locked together (nothing else shares a session there): they run in order, one after
-   * another, in the slot of the first.
-   */
+  /** Holds received messages and starts them as slots allow; a session batch runs in order in one slot. */
   #take(messages: readonly ReceivedMessage<T>[], { lockMs, sessionBatch }: ReceiveSettings): void {
-    const receivedAt = this.queue.messaging.clock.monotonic();
-    const lastOfSession = new Map<string, Job>();
-    for (const message of messages) {
-      const job = new Job(message, receivedAt);
-      this.#held.add(job);
-      const session = sessionBatch === undefined ? undefined : message.sessionId;
-      const previous = session === undefined ? undefined : lastOfSession.get(session);
-      if (previous === undefined) this.#buffer.push(job);
-      else previous.next = job;
-      if (session !== undefined) lastOfSession.set(session, job);
-    }
-    this.#armRenewal(lockMs);
+    this.#held.hold(messages, sessionBatch !== undefined, this.queue.messaging.clock.monotonic());
+    this.#renewal?.arm(lockMs);
     void this.#pump();
   }
 
@@ -334,10 +190,10 @@ export class Consumer<T> {
     if (this.#pumping) return;
     this.#pumping = true;
     try {
-      while (!this.#closing && this.#running < this.#concurrency && this.#buffer.length > 0) {
+      while (!this.#closing && this.#running < this.#options.concurrency && this.#held.waiting > 0) {
         // Without a rate limiter, jobs start in this turn.
-        if (this.#rateLimit !== undefined && !(await this.#admit())) break;
-        const job = this.#buffer.shift();
+        if (this.#options.rateLimit !== undefined && !(await this.#admit())) break;
+        const job = this.#held.nextWaiting();
         if (job === undefined) break;
         if (!this.#held.has(job)) continue; // its lock was lost while it waited
         job.running = true;
@@ -351,13 +207,12 @@ export class Consumer<T> {
 
   /** Waits for the rate limiter's permit; false when the consumer closes first. */
   async #admit(): Promise<boolean> {
-    const limiter = this.#rateLimit as RateLimiter;
+    const { rateLimitKey, idlePollMs } = this.#options;
+    const limiter = this.#options.rateLimit as RateLimiter;
     while (!this.#closing) {
-      const permit = await limiter.acquire(this.#rateLimitKey);
+      const permit = await limiter.acquire(rateLimitKey);
       if (permit.allowed) return !this.#closing;
-      const waitMs = Number.isFinite(permit.retryAfterMs)
-        ? Math.max(1, permit.retryAfterMs)
-        : this.#idlePollMs;
+      const waitMs = Number.isFinite(permit.retryAfterMs) ? Math.max(1, permit.retryAfterMs) : idlePollMs;
       await sleep(this.queue.messaging.clock, waitMs, this.#closeSignal.signal).catch(() => {});
     }
     return false;
@@ -370,7 +225,7 @@ export class Consumer<T> {
     } finally {
       this.#running--;
       for (const listener of this.#jobDoneListeners) listener();
-      this.#signal();
+      this.#wakeUp.signal();
       void this.#pump();
     }
   }
@@ -425,7 +280,7 @@ export class Consumer<T> {
     const settlement = message.settlement;
     if (settlement !== 'completed' && settlement !== 'dead-lettered') return this.#drop(next);
     if (!this.#runnable(next)) return this.#drop(next);
-    if (this.#rateLimit !== undefined && !(await this.#admit())) return undefined;
+    if (this.#options.rateLimit !== undefined && !(await this.#admit())) return undefined;
     next.running = true;
     return next;
   }
@@ -445,7 +300,7 @@ export class Consumer<T> {
 
   /** Forgets the rest of a session batch, which the queue already took back. */
   #drop(from: Job): undefined {
-    for (let job: Job | undefined = from; job !== undefined; job = job.next) this.#held.delete(job);
+    this.#held.dropFrom(from);
     return undefined;
   }
 
@@ -458,7 +313,7 @@ export class Consumer<T> {
   #finish(job: Job, started: number): void {
     const { message } = job;
     // The finishing job still counts in #held: its slot is among the free ones.
-    const free = this.#concurrency + this.#prefetch - (this.#held.size - 1) - this.#reserved;
+    const free = this.#options.concurrency + this.#options.prefetch - (this.#held.size - 1) - this.#reserved;
     // Outside sessions, while other messages are held, their completions will share the group commit (one
     // transaction for many) and the receive loop fills the slots in bulk: receiving here would cost a transaction
     // per message. The last message held has nobody to share with, and its slot refills a round trip sooner.
@@ -492,15 +347,12 @@ export class Consumer<T> {
           deliveryCount: message.deliveryCount,
           durationMs: this.queue.messaging.clock.monotonic() - started,
         }),
-      (error: unknown) => {
-        if (error instanceof MessageLockLostError) this.#event({ type: 'lock-lost', messageId: message.id });
-        else this.#event({ type: 'settle-failed', operation: 'complete', error });
-      },
+      (error: unknown) => this.#event(settleFailure('complete', message.id, error)),
     );
     this.#settling.add(settling);
     void settling.finally(() => {
       this.#settling.delete(settling);
-      this.#signal();
+      this.#wakeUp.signal();
     });
   }
 
@@ -512,34 +364,7 @@ export class Consumer<T> {
     }
     // Shutdown already gave this message back; a handler that settled it itself owns that outcome.
     if (message.settled || (this.#closing && job.aborted)) return;
-    try {
-      const settings = await this.#settings();
-      if (message.deliveryCount >= settings.maxDeliveryCount) {
-        const description = error instanceof Error ? error.message : String(error);
-        await message.deadLetter(DEAD_LETTER_MAX_DELIVERIES, description);
-        this.#event({
-          type: 'message-dead-lettered',
-          messageId: message.id,
-          deliveryCount: message.deliveryCount,
-          reason: DEAD_LETTER_MAX_DELIVERIES,
-          description,
-        });
-        return;
-      }
-      const retryInMs = Math.round(this.#retryBackoff.delay(message.deliveryCount, 0));
-      await message.abandon({ delayMs: retryInMs });
-      this.#event({
-        type: 'message-failed',
-        messageId: message.id,
-        deliveryCount: message.deliveryCount,
-        error,
-        retryInMs,
-      });
-    } catch (settleError) {
-      if (settleError instanceof MessageLockLostError)
-        this.#event({ type: 'lock-lost', messageId: message.id });
-      else this.#event({ type: 'settle-failed', operation: 'abandon', error: settleError });
-    }
+    await retryOrDeadLetter(this.queue, message, error, this.#options.retryBackoff, this.#event);
   }
 
   #session(message: ReceivedMessage<unknown>): SessionContext | undefined {
@@ -553,89 +378,15 @@ export class Consumer<T> {
     };
   }
 
-  /** One timer renews every held lock that is past half its duration, in one batched call. */
-  #armRenewal(lockMs: number): void {
-    if (!this.#autoRenew || this.#renewTimer !== undefined || this.#closing) return;
-    const { messaging } = this.queue;
-    const every = Math.max(1, Math.floor(lockMs / 3));
-    this.#renewTimer = messaging.clock.setTimeout(
-      () => {
-        this.#renewTimer = undefined;
-        void this.#renew(lockMs).finally(() => {
-          if (this.#held.size > 0) this.#armRenewal(lockMs);
-        });
-      },
-      every,
-      { unref: true },
-    );
-  }
-
-  async #renew(lockMs: number): Promise<void> {
-    const { messaging, name } = this.queue;
-    const now = messaging.clock.now();
-    const monotonic = messaging.clock.monotonic();
-    const due: Job[] = [];
-    for (const job of this.#held) {
-      if (job.message.settled || job.message.lockedUntil - now > lockMs / 2) continue;
-      if (monotonic - job.receivedAt < this.#maxRenewMs) due.push(job);
-      else if (job.message.lockedUntil <= now && !job.aborted) this.#lockLost(job);
-    }
-    if (due.length === 0) return;
-    let renewed: (number | undefined)[];
-    try {
-      renewed = await messaging.backend.renewLocks(
-        name,
-        due.map((job) => job.message.lockToken),
-        lockMs,
-        now,
-      );
-    } catch (error) {
-      this.#event({ type: 'settle-failed', operation: 'renew', error });
-      return;
-    }
-    due.forEach((job, i) => {
-      const until = renewed[i];
-      if (until !== undefined) {
-        job.message.extendedTo(until);
-        return;
-      }
-      if (!job.message.settled) this.#lockLost(job);
-    });
-  }
-
-  /** The message may be handed to another consumer now: stop working on it. */
-  #lockLost(job: Job): void {
-    this.#event({ type: 'lock-lost', messageId: job.message.id });
-    job.abort(new MessageLockLostError(this.queue.name, job.message.id));
-    if (!job.running) this.#held.delete(job);
-  }
-
   async #settings() {
     return this.queue.messaging.settingsOf(this.queue.name);
   }
 
-  /** Waits for a wake-up (a free slot, a backend signal when `onSignal`, close) or `ms`. */
+  /** Waits for a wake-up (a free slot, a backend signal, close) or `ms`; one that came already counts if `onSignal`. */
   #idle(ms: number, onSignal: boolean): Promise<void> {
-    if (this.#closing || (onSignal && this.#signalled)) {
-      this.#signalled = false;
-      return Promise.resolve();
-    }
-    const { clock } = this.queue.messaging;
-    return new Promise<void>((resolve) => {
-      let timer: TimerHandle | undefined;
-      const done = () => {
-        if (timer !== undefined) clock.clearTimeout(timer);
-        this.#wake = undefined;
-        resolve();
-      };
-      this.#wake = done;
-      if (Number.isFinite(ms)) timer = clock.setTimeout(done, ms);
-    });
-  }
-
-  #signal(): void {
-    this.#signalled = true;
-    this.#wake?.();
+    if (this.#closing) return Promise.resolve();
+    if (!onSignal) this.#wakeUp.reset();
+    return this.#wakeUp.wait(this.queue.messaging.clock, ms);
   }
 
   async #shutdown(timeoutMs: number): Promise<void> {
@@ -643,12 +394,10 @@ export class Consumer<T> {
     const { messaging, name } = this.queue;
     this.#closing = true;
     this.#closeSignal.abort();
-    this.#wake?.();
+    this.#wakeUp.signal();
     await this.#loop;
     let released = 0;
-    const waiting: Job[] = [];
-    for (const head of this.#buffer.splice(0))
-      for (let job: Job | undefined = head; job !== undefined; job = job.next) waiting.push(job);
+    const waiting = this.#held.takeWaiting();
     // A session's messages go back last first, so none is ever available before the one ahead of it.
     for (const job of waiting.reverse()) {
       if (!this.#held.delete(job)) continue;
@@ -675,7 +424,7 @@ export class Consumer<T> {
     }
     await Promise.all(this.#settling);
     released += this.#releasedWhileClosing;
-    if (this.#renewTimer !== undefined) messaging.clock.clearTimeout(this.#renewTimer);
+    this.#renewal?.stop();
     const stillRunning = stragglers.filter((job) => job.running).length;
     this.#event({ type: 'consumer-stopped', drained: runningAtClose - stillRunning, released });
     this.#resolveStopped();
@@ -688,8 +437,7 @@ export class Consumer<T> {
       await message.abandon();
       return true;
     } catch (error) {
-      if (error instanceof MessageLockLostError) this.#event({ type: 'lock-lost', messageId: message.id });
-      else this.#event({ type: 'settle-failed', operation: 'abandon', error });
+      this.#event(settleFailure('abandon', message.id, error));
       return false;
     }
   }
@@ -698,18 +446,4 @@ export class Consumer<T> {
     this.#jobDoneListeners.add(listener);
     return () => this.#jobDoneListeners.delete(listener);
   }
-
-  #event(event: DistributiveOmit<ConsumerEvent, 'component' | 'name' | 'queue' | 'at'>): void {
-    const { messaging, name } = this.queue;
-    if (!messaging.events.active) return;
-    this.#emit({
-      ...event,
-      component: 'messaging',
-      name,
-      queue: name,
-      at: messaging.clock.now(),
-    } as ConsumerEvent);
-  }
 }
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

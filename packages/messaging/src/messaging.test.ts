@@ -12,7 +12,8 @@ import {
   UnknownTopicError,
 } from './errors.js';
 import { MemoryMessageBackend } from './memory/memory-backend.js';
-import { DEAD_LETTER_UNDECODABLE, Messaging } from './messaging.js';
+import { Messaging } from './messaging.js';
+import { DEAD_LETTER_UNDECODABLE } from './queue-client.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 

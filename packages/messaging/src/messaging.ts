@@ -5,36 +5,23 @@ import {
   InvalidOptionsError,
   StratusError,
   systemClock,
-  type TimerHandle,
 } from '@stratus/core';
 import { type RetryPolicy, retry } from '@stratus/resilience';
-import { GroupCommit } from '@stratus/sql';
-import {
-  completeAndReceive,
-  type DeadLetter,
-  type DeliveredMessage,
-  type MessageBackend,
-  type MessageFilter,
-  type OutgoingMessage,
-  type PublishOutcome,
-  type QueueSettings,
-  type QueueStats,
-  type ReplayFrom,
-  type SendOutcome,
-  type StoredMessage,
-  type Subscription,
-  type TopicSettings,
+import type {
+  MessageBackend,
+  MessageFilter,
+  QueueSettings,
+  ReplayFrom,
+  Subscription,
+  TopicSettings,
 } from './backend.js';
 import { type Codec, defaultCodec } from './codec.js';
-import { Consumer, type ConsumerOptions, type MessageHandler } from './consumer.js';
-import {
-  InvalidMessageError,
-  MessageDecodeError,
-  MessageLockLostError,
-  MessageTooLargeError,
-  UnknownQueueError,
-} from './errors.js';
-import type { ConsumerEvent, MessageDeadLetteredEvent } from './events.js';
+import { Consumer } from './consumer.js';
+import type { ConsumerOptions } from './consumer-options.js';
+import { UnknownQueueError } from './errors.js';
+import type { ConsumerEvent } from './events.js';
+import type { MessageHandler } from './message-handler.js';
+import type { MessagingContext } from './messaging-context.js';
 import {
   assertQueueName,
   assertTopicName,
@@ -42,17 +29,9 @@ import {
   type QueueOptions,
   queueSettings,
 } from './options.js';
-import {
-  buildOutgoing,
-  type MessageToSend,
-  offloadOutgoing,
-  type PayloadOffloader,
-  type SendOptions,
-} from './outgoing.js';
-import { ReceivedMessage, type ReceiveMoreRequest, type Settler } from './received-message.js';
-
-/** Reason a consumer or receive gives when a body cannot be decoded. */
-export const DEAD_LETTER_UNDECODABLE = 'undecodable';
+import type { PayloadOffloader } from './outgoing.js';
+import { QueueClient } from './queue-client.js';
+import { TopicClient } from './topic-client.js';
 
 export interface MessagingOptions {
   backend: MessageBackend;
@@ -86,7 +65,7 @@ export interface SubscribeOptions {
  * The entry point: queues, topics and consumers over one backend. Producers and consumers in any number of
  * processes share a queue by using the same backend (database file, PostgreSQL database, Redis).
  */
-export class Messaging {
+export class Messaging implements MessagingContext {
   readonly backend: MessageBackend;
   readonly clock: Clock;
   readonly codec: Codec;
@@ -253,363 +232,4 @@ export class Messaging {
 /** Errors thrown on purpose by Stratus are final; anything else from a backend (a socket, a driver) may pass. */
 export function isTransientBackendError(error: unknown): boolean {
   return !(error instanceof StratusError);
-}
-
-export interface ReceiveOptions {
-  /** Most messages to take; default 1. */
-  max?: number;
-  /** Lock duration; default the queue's. */
-  lockMs?: number;
-  /** When nothing is available, wait up to this long for a message; default 0 (return at once). */
-  waitMs?: number;
-  signal?: AbortSignal;
-}
-
-/** Producer and receiver of one queue. */
-export class QueueClient<T> implements Settler {
-  readonly name: string;
-  readonly messaging: Messaging;
-  readonly #completions: GroupCommit<string, 'ok' | 'lost'>;
-
-  constructor(messaging: Messaging, name: string) {
-    this.messaging = messaging;
-    this.name = name;
-    // Completions from concurrent handlers share round trips.
-    this.#completions = new GroupCommit((tokens) =>
-      messaging.withRetry(() => messaging.backend.complete(name, tokens, messaging.clock.now())),
-    );
-  }
-
-  /** Sends one message; resolves once it is stored. `accepted: false` means a duplicate id within the window. */
-  async send(body: T, options: SendOptions = {}): Promise<SendOutcome> {
-    const [outcome] = await this.sendBatch([{ ...options, body }]);
-    return outcome as SendOutcome;
-  }
-
-  /** Sends messages atomically, in order. */
-  async sendBatch(messages: readonly MessageToSend<T>[]): Promise<SendOutcome[]> {
-    if (!Array.isArray(messages)) throw new InvalidMessageError('messages', 'expected an array');
-    const context = { codec: this.messaging.codec, now: this.messaging.clock.now() };
-    return this.sendPrepared(messages.map((message) => buildOutgoing(message, context)));
-  }
-
-  /**
-   * Sends messages already validated and encoded (by buildOutgoing, or read back from an outbox): applies the
-   * claim check and the queue's size and session rules, then stores them atomically.
-   */
-  async sendPrepared(prepared: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
-    const { messaging } = this;
-    const settings = await messaging.settingsOf(this.name);
-    if (settings.sessions && prepared.some((message) => message.sessionId === undefined)) {
-      throw new InvalidMessageError(
-        'sessionId',
-        `queue "${this.name}" has sessions: every message needs a sessionId`,
-      );
-    }
-    return sendOffloaded(
-      messaging,
-      this.name,
-      prepared,
-      settings.maxMessageBytes,
-      (outgoing, now) => messaging.backend.send(this.name, outgoing, now),
-      (outcome) => outcome.accepted,
-    );
-  }
-
-  /**
-   * Peek-lock receive: up to `max` messages, each locked for `lockMs`. Messages whose body cannot be decoded are
-   * dead-lettered on the spot and not returned.
-   */
-  async receive(options: ReceiveOptions = {}): Promise<ReceivedMessage<T>[]> {
-    const { messaging } = this;
-    const max = options.max ?? 1;
-    const lockMs = options.lockMs ?? (await messaging.settingsOf(this.name)).lockDurationMs;
-    const waitMs = options.waitMs ?? 0;
-    if (waitMs <= 0) {
-      const result = await messaging.backend.receive(this.name, { max, lockMs, now: messaging.clock.now() });
-      return this.accept(result.messages);
-    }
-    // Watch before looking, so a message sent between an empty receive and the wait still wakes us.
-    const wakeUp = new WakeUp();
-    const unwatch = messaging.backend.watch(this.name, () => wakeUp.signal());
-    try {
-      const deadline = messaging.clock.monotonic() + waitMs;
-      for (;;) {
-        wakeUp.reset();
-        const result = await messaging.backend.receive(this.name, {
-          max,
-          lockMs,
-          now: messaging.clock.now(),
-        });
-        if (result.messages.length > 0) return this.accept(result.messages);
-        const remaining = deadline - messaging.clock.monotonic();
-        if (remaining <= 0 || options.signal?.aborted) return [];
-        await wakeUp.wait(
-          messaging.clock,
-          Math.min(remaining, dueIn(messaging.clock, result.nextDueAt)),
-          options.signal,
-        );
-      }
-    } finally {
-      unwatch();
-    }
-  }
-
-  /** @internal Decodes deliveries; dead-letters the undecodable ones. */
-  async accept(deliveries: readonly DeliveredMessage[]): Promise<ReceivedMessage<T>[]> {
-    const { messaging } = this;
-    const accepted: ReceivedMessage<T>[] = [];
-    for (const delivery of deliveries) {
-      let body: T;
-      try {
-        const bytes = messaging.offloader
-          ? await messaging.offloader.restore(delivery.headers, delivery.body)
-          : delivery.body;
-        body = messaging.codec.decode(bytes, delivery.contentType) as T;
-      } catch (error) {
-        const description =
-          error instanceof MessageDecodeError && error.cause instanceof Error
-            ? error.cause.message
-            : String(error);
-        await this.#deadLetterToken(delivery, DEAD_LETTER_UNDECODABLE, description);
-        continue;
-      }
-      accepted.push(new ReceivedMessage<T>(this.name, body, delivery, this as Settler));
-    }
-    return accepted;
-  }
-
-  async #deadLetterToken(
-    delivery: DeliveredMessage,
-    reason: string,
-    description: string | undefined,
-  ): Promise<void> {
-    const { messaging } = this;
-    const outcome = await messaging.withRetry(() =>
-      messaging.backend.deadLetter(this.name, delivery.lockToken, reason, description, messaging.clock.now()),
-    );
-    if (outcome === 'ok' && messaging.events.active) {
-      messaging.events.emit({
-        component: 'messaging',
-        name: this.name,
-        queue: this.name,
-        type: 'message-dead-lettered',
-        at: messaging.clock.now(),
-        messageId: delivery.id,
-        deliveryCount: delivery.deliveryCount,
-        reason,
-        description,
-      } satisfies MessageDeadLetteredEvent);
-    }
-  }
-
-  peek(options: { limit?: number; afterSequence?: number } = {}): Promise<StoredMessage[]> {
-    return this.messaging.backend.peek(this.name, {
-      limit: options.limit ?? 100,
-      afterSequence: options.afterSequence,
-    });
-  }
-
-  stats(): Promise<QueueStats> {
-    return this.messaging.backend.stats(this.name, this.messaging.clock.now());
-  }
-
-  listDeadLetters(options: { limit?: number; afterSequence?: number } = {}): Promise<DeadLetter[]> {
-    return this.messaging.backend.listDeadLetters(this.name, {
-      limit: options.limit ?? 100,
-      afterSequence: options.afterSequence,
-    });
-  }
-
-  resendDeadLetters(sequences: readonly number[]): Promise<number> {
-    return this.messaging.backend.resendDeadLetters(this.name, sequences, this.messaging.clock.now());
-  }
-
-  /** Deletes the given dead letters, or all of them. */
-  purgeDeadLetters(sequences?: readonly number[]): Promise<number> {
-    return this.messaging.backend.purgeDeadLetters(this.name, sequences);
-  }
-
-  async getSessionState<S = unknown>(sessionId: string): Promise<S | undefined> {
-    const bytes = await this.messaging.backend.getSessionState(this.name, sessionId);
-    return bytes === undefined ? undefined : (this.messaging.codec.decode(bytes, undefined) as S);
-  }
-
-  async setSessionState(sessionId: string, state: unknown): Promise<void> {
-    const bytes = state === undefined ? undefined : this.messaging.codec.encode(state).bytes;
-    await this.messaging.backend.setSessionState(this.name, sessionId, bytes);
-  }
-
-  /** @internal */
-  async complete(message: ReceivedMessage<unknown>): Promise<void> {
-    const outcome = await this.#completions.submit(message.lockToken);
-    if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
-    await this.messaging.offloader?.release(message.headers);
-  }
-
-  /** @internal */
-  async completeAndReceive(
-    message: ReceivedMessage<unknown>,
-    request: ReceiveMoreRequest,
-  ): Promise<ReceivedMessage<T>[]> {
-    const { messaging } = this;
-    const lockMs = request.lockMs ?? (await messaging.settingsOf(this.name)).lockDurationMs;
-    const { outcome, received } = await messaging.withRetry(() =>
-      completeAndReceive(messaging.backend, this.name, message.lockToken, {
-        max: request.max,
-        lockMs,
-        now: messaging.clock.now(),
-        sessionBatch: request.sessionBatch,
-      }),
-    );
-    if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
-    await messaging.offloader?.release(message.headers);
-    return received.messages.length === 0 ? [] : this.accept(received.messages);
-  }
-
-  /** @internal */
-  async abandon(message: ReceivedMessage<unknown>, delayMs: number): Promise<void> {
-    const { messaging } = this;
-    const outcome = await messaging.withRetry(() =>
-      messaging.backend.abandon(this.name, message.lockToken, delayMs, messaging.clock.now()),
-    );
-    if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
-  }
-
-  /** @internal */
-  async deadLetter(
-    message: ReceivedMessage<unknown>,
-    reason: string,
-    description: string | undefined,
-  ): Promise<void> {
-    const { messaging } = this;
-    const outcome = await messaging.withRetry(() =>
-      messaging.backend.deadLetter(this.name, message.lockToken, reason, description, messaging.clock.now()),
-    );
-    if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
-  }
-
-  /** @internal */
-  async renew(message: ReceivedMessage<unknown>, lockMs: number | undefined): Promise<number> {
-    const { messaging } = this;
-    const duration = lockMs ?? (await messaging.settingsOf(this.name)).lockDurationMs;
-    const [until] = await messaging.withRetry(() =>
-      messaging.backend.renewLocks(this.name, [message.lockToken], duration, messaging.clock.now()),
-    );
-    if (until === undefined) throw new MessageLockLostError(this.name, message.id);
-    return until;
-  }
-}
-
-/** Publisher of one topic. */
-export class TopicClient<T> {
-  readonly name: string;
-  readonly messaging: Messaging;
-  readonly #maxBytes: number;
-
-  constructor(messaging: Messaging, name: string, maxBytes: number) {
-    this.messaging = messaging;
-    this.name = name;
-    this.#maxBytes = maxBytes;
-  }
-
-  async publish(body: T, options: SendOptions = {}): Promise<PublishOutcome> {
-    const [outcome] = await this.publishBatch([{ ...options, body }]);
-    return outcome as PublishOutcome;
-  }
-
-  /** Publishes messages in order; each subscribed queue gets its copies atomically. */
-  async publishBatch(messages: readonly MessageToSend<T>[]): Promise<PublishOutcome[]> {
-    if (!Array.isArray(messages)) throw new InvalidMessageError('messages', 'expected an array');
-    const context = { codec: this.messaging.codec, now: this.messaging.clock.now() };
-    return this.publishPrepared(messages.map((message) => buildOutgoing(message, context)));
-  }
-
-  /** Publishes messages already validated and encoded (see QueueClient.sendPrepared). */
-  publishPrepared(prepared: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
-    const { messaging } = this;
-    return sendOffloaded(
-      messaging,
-      this.name,
-      prepared,
-      this.#maxBytes,
-      (outgoing, now) => messaging.backend.publish(this.name, outgoing, now),
-      (outcome) => outcome.deliveredTo.length > 0,
-    );
-  }
-}
-
-/**
- * Offloads large bodies to the claim check, enforces the size limit, sends, and deletes offloaded payloads that
- * no queue kept (duplicates, failed sends) so they do not wait for the sweeper.
- */
-async function sendOffloaded<R>(
-  messaging: Messaging,
-  destination: string,
-  prepared: readonly OutgoingMessage[],
-  maxBytes: number,
-  send: (outgoing: readonly OutgoingMessage[], now: number) => Promise<R[]>,
-  kept: (outcome: R) => boolean,
-): Promise<R[]> {
-  const { offloader } = messaging;
-  const outgoing =
-    offloader === undefined
-      ? prepared
-      : await Promise.all(prepared.map((message) => offloadOutgoing(message, offloader)));
-  const release = async (indexes: number[]) => {
-    for (const i of indexes) {
-      if (outgoing[i] !== prepared[i]) await offloader?.release(outgoing[i]?.headers).catch(() => {});
-    }
-  };
-  let outcomes: R[];
-  try {
-    for (const message of outgoing) {
-      if (message.body.byteLength > maxBytes)
-        throw new MessageTooLargeError(destination, message.body.byteLength, maxBytes);
-    }
-    const now = messaging.clock.now();
-    outcomes = await messaging.withRetry(() => send(outgoing, now));
-  } catch (error) {
-    await release(outgoing.map((_, i) => i));
-    throw error;
-  }
-  await release(outcomes.flatMap((outcome, i) => (kept(outcome) ? [] : [i])));
-  return outcomes;
-}
-
-/** Milliseconds until `dueAt` (at least 1), or Infinity when nothing is due. */
-export function dueIn(clock: Clock, dueAt: number | undefined): number {
-  return dueAt === undefined ? Number.POSITIVE_INFINITY : Math.max(1, dueAt - clock.now());
-}
-
-/** A wake-up that is not lost when it comes before anyone waits for it. */
-class WakeUp {
-  #signalled = false;
-  #wake: (() => void) | undefined;
-
-  signal(): void {
-    this.#signalled = true;
-    this.#wake?.();
-  }
-
-  reset(): void {
-    this.#signalled = false;
-  }
-
-  /** Resolves on a signal (also one already given since reset), after `ms`, or when `abort` fires. */
-  wait(clock: Clock, ms: number, abort?: AbortSignal): Promise<void> {
-    if (this.#signalled || abort?.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      let timer: TimerHandle | undefined;
-      const done = () => {
-        this.#wake = undefined;
-        if (timer !== undefined) clock.clearTimeout(timer);
-        abort?.removeEventListener('abort', done);
-        resolve();
-      };
-      this.#wake = done;
-      if (Number.isFinite(ms)) timer = clock.setTimeout(done, ms);
-      abort?.addEventListener('abort', done, { once: true });
-    });
-  }
 }

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { InvalidOptionsError } from '@stratus/core';
-import type { Consumer, ConsumerOptions, HandlerContext } from './consumer.js';
+import type { Consumer } from './consumer.js';
+import type { ConsumerOptions } from './consumer-options.js';
+import type { HandlerContext } from './message-handler.js';
 import type { Messaging } from './messaging.js';
 import { assertQueueName, type QueueOptions } from './options.js';
 import type { ReceivedMessage } from './received-message.js';

@@ -1,6 +1,8 @@
 import { InvalidOptionsError } from '@stratus/core';
 import type { SendOutcome } from './backend.js';
-import type { Consumer, ConsumerOptions, MessageHandler } from './consumer.js';
+import type { Consumer } from './consumer.js';
+import type { ConsumerOptions } from './consumer-options.js';
+import type { MessageHandler } from './message-handler.js';
 import type { Messaging } from './messaging.js';
 import { assertPriority, assertQueueName, type QueueOptions } from './options.js';
 import type { MessageToSend, SendOptions } from './outgoing.js';

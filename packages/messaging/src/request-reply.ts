@@ -7,7 +7,8 @@ import {
   type TimerHandle,
   uuidv7,
 } from '@stratus/core';
-import type { Consumer, HandlerContext, MessageHandler } from './consumer.js';
+import type { Consumer } from './consumer.js';
+import type { HandlerContext, MessageHandler } from './message-handler.js';
 import type { Messaging } from './messaging.js';
 import { assertQueueName, type QueueOptions } from './options.js';
 import type { SendOptions } from './outgoing.js';

@@ -10,9 +10,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { openSqlite, type SqliteDatabase } from '@stratus/sql';
 import { type ChildExit, type ChildHandle, runChild, waitUntil } from '@stratus/testkit';
 import type { QueueStats } from '../backend.js';
-import { Messaging, type QueueClient } from '../messaging.js';
+import { Messaging } from '../messaging.js';
 import { openMessageBackend } from '../open-backend.js';
 import { SqliteInbox } from '../outbox/inbox.js';
+import type { QueueClient } from '../queue-client.js';
 
 /** A small deterministic generator (mulberry32): a failing run can be replayed from its seed. */
 export function seededRandom(seed: number): () => number {

@@ -2,7 +2,7 @@ import { type Clock, systemClock } from '@stratus/core';
 import type { SqliteDatabase } from '@stratus/sql';
 import { migratePostgresTable } from '@stratus/sql';
 import type { Pool, PoolClient } from 'pg';
-import type { HandlerContext, MessageHandler } from '../consumer.js';
+import type { HandlerContext, MessageHandler } from '../message-handler.js';
 import type { ReceivedMessage } from '../received-message.js';
 
 /**
