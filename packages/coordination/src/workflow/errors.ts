@@ -77,15 +77,24 @@ export class PermanentStepError extends StratusError {
   }
 }
 
-/** The step's Complete By passed: its agent stops and its result, if any, is ignored. */
+/**
+ * The step's Complete By passed: the reason its signal aborts with, and what the engine records for it. Its agent
+ * stops and its result, if any, is ignored.
+ */
 export class StepDeadlineError extends StratusError {
+  readonly workflowId: string;
   readonly step: string;
-  constructor(step: string, completeBy: number) {
+  /** The Complete By that passed, in epoch ms. */
+  readonly completeBy: number;
+  constructor(workflowId: string, step: string, completeBy: number, options?: { cause?: unknown }) {
     super(
       'ERR_STRATUS_STEP_DEADLINE',
-      `Step "${step}" missed its complete-by (${new Date(completeBy).toISOString()})`,
+      `Step "${step}" of workflow "${workflowId}" missed its complete-by (${new Date(completeBy).toISOString()})`,
+      options,
     );
+    this.workflowId = workflowId;
     this.step = step;
+    this.completeBy = completeBy;
   }
 }
 

@@ -42,6 +42,7 @@ import {
   DuplicateWorkflowError,
   PermanentStepError,
   SignalTimeoutError,
+  StepDeadlineError,
   UnknownWorkflowError,
   WorkflowFailedError,
   WorkflowIdConflictError,
@@ -594,6 +595,8 @@ export class WorkflowEngine {
     // A snapshot: a step must see only what came before it, even if it keeps the object.
     const results = Object.freeze({ ...accumulated });
     const completeBy = state.completeBy ?? this.#clock.now() + step.timeoutMs;
+    const missed = (cause?: unknown) =>
+      new StepDeadlineError(state.workflowId, step.name, completeBy, cause === undefined ? {} : { cause });
     const now = this.#clock.now();
     if (this.#closing.signal.aborted) return { kind: 'late', error: this.#closing.signal.reason };
     const context = (signal: AbortSignal): WorkflowStepContext<never> => ({
@@ -644,11 +647,11 @@ export class WorkflowEngine {
         };
       }
       case 'run':
-        return this.#withDeadline(completeBy, (signal) =>
+        return this.#withDeadline(completeBy, missed, (signal) =>
           (step.definition as RunStep<never>).run(context(signal)),
         );
       case 'agent':
-        return this.#withDeadline(completeBy, async (signal) => {
+        return this.#withDeadline(completeBy, missed, async (signal) => {
           const replies = await this.#replyClient();
           const request: AgentRequest = {
             workflowId: state.workflowId,
@@ -669,8 +672,15 @@ export class WorkflowEngine {
     }
   }
 
-  /** Runs `work` with a signal that aborts at Complete By (or engine close); past it, the result is dropped. */
-  async #withDeadline(completeBy: number, work: (signal: AbortSignal) => unknown): Promise<Outcome> {
+  /**
+   * Runs `work` with a signal that aborts at Complete By with the `missed` error (or at engine close); past it, the
+   * result is dropped.
+   */
+  async #withDeadline(
+    completeBy: number,
+    missed: (cause?: unknown) => StepDeadlineError,
+    work: (signal: AbortSignal) => unknown,
+  ): Promise<Outcome> {
     const controller = new AbortController();
     const onClose = () => controller.abort(this.#closing.signal.reason);
     this.#closing.signal.addEventListener('abort', onClose, { once: true });
@@ -679,7 +689,7 @@ export class WorkflowEngine {
       const fire = () => resolve({ kind: 'late', error: controller.signal.reason });
       controller.signal.addEventListener('abort', fire, { once: true });
       timer = this.#clock.setTimeout(
-        () => controller.abort(new Error('complete-by passed')),
+        () => controller.abort(missed()),
         Math.max(0, completeBy - this.#clock.now()),
       );
     });
@@ -687,7 +697,8 @@ export class WorkflowEngine {
       try {
         return { kind: 'done', value: await work(controller.signal) };
       } catch (error) {
-        if (error instanceof RequestTimeoutError) return { kind: 'late', error };
+        // An agent's reply times out at Complete By.
+        if (error instanceof RequestTimeoutError) return { kind: 'late', error: missed(error) };
         if (error instanceof PermanentStepError) return { kind: 'error', error, reason: 'permanent' };
         if (error instanceof RemoteRequestError)
           return { kind: 'error', error: new Error(error.remoteMessage), reason: 'error' };
@@ -697,7 +708,7 @@ export class WorkflowEngine {
     try {
       const outcome = await Promise.race([running, deadline]);
       if (controller.signal.aborted || this.#clock.now() > completeBy) {
-        return { kind: 'late', error: controller.signal.reason ?? new Error('complete-by passed') };
+        return { kind: 'late', error: controller.signal.reason ?? missed() };
       }
       return outcome;
     } finally {

@@ -23,6 +23,7 @@ import {
 } from '@stratus/core';
 import { LeaderElection, type LeadershipTerm } from '../leader-election.js';
 import type { LeaseStore } from '../lease-store.js';
+import { StepDeadlineError } from './errors.js';
 import type { WorkflowEvent, WorkflowFailureContext } from './events.js';
 import type { WorkflowEngine } from './workflow-engine.js';
 import type { RecoveryCandidate, WorkflowStore } from './workflow-store.js';
@@ -135,7 +136,7 @@ export class WorkflowSupervisor {
     const failureCount = candidate.failureCount + 1;
     const timedOut = candidate.status === 'processing';
     const error = timedOut
-      ? `complete-by passed (locked by ${candidate.lockedBy ?? 'nobody'})`
+      ? `${deadlineMessage(candidate, now)} (locked by ${candidate.lockedBy ?? 'nobody'})`
       : (candidate.lastError ?? 'failed');
     const base = {
       workflowId: candidate.workflowId,
@@ -212,6 +213,11 @@ export class WorkflowSupervisor {
       ...detail,
     } as WorkflowEvent);
   }
+}
+
+/** What a step that timed out records: the message of the error its signal aborted with. */
+function deadlineMessage(candidate: RecoveryCandidate, now: number): string {
+  return new StepDeadlineError(candidate.workflowId, candidate.stepName, candidate.completeBy ?? now).message;
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
