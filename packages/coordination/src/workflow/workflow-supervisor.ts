@@ -24,6 +24,7 @@ import {
 import { LeaderElection, type LeadershipTerm } from '../leader-election.js';
 import type { LeaseStore } from '../lease-store.js';
 import { StepDeadlineError } from './errors.js';
+import type { WorkflowEventDetail } from './event-detail.js';
 import type { WorkflowEvent, WorkflowFailureContext } from './events.js';
 import type { WorkflowEngine } from './workflow-engine.js';
 import type { RecoveryCandidate, WorkflowStore } from './workflow-store.js';
@@ -204,7 +205,7 @@ export class WorkflowSupervisor {
     }
   }
 
-  #emit(detail: DistributiveOmit<WorkflowEvent, 'component' | 'name' | 'at'>): void {
+  #emit(detail: WorkflowEventDetail): void {
     if (!this.events.active) return;
     this.events.emit({
       component: 'workflow-supervisor',
@@ -219,5 +220,3 @@ export class WorkflowSupervisor {
 function deadlineMessage(candidate: RecoveryCandidate, now: number): string {
   return new StepDeadlineError(candidate.workflowId, candidate.stepName, candidate.completeBy ?? now).message;
 }
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
