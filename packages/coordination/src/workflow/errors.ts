@@ -89,7 +89,7 @@ export class StepDeadlineError extends StratusError {
   constructor(workflowId: string, step: string, completeBy: number, options?: { cause?: unknown }) {
     super(
       'ERR_STRATUS_STEP_DEADLINE',
-      `Step "${step}" of workflow "${workflowId}" missed its complete-by (${new Date(completeBy).toISOString()})`,
+      `Step "${step}" of workflow "${workflowId}" missed its complete-by (${isoTime(completeBy)})`,
       options,
     );
     this.workflowId = workflowId;
@@ -105,4 +105,10 @@ export class SignalTimeoutError extends StratusError {
     super('ERR_STRATUS_SIGNAL_TIMEOUT', `Step "${step}" waited for signal "${signalName}" past its deadline`);
     this.signalName = signalName;
   }
+}
+
+/** An epoch ms as ISO text; as a number when it is no valid time, so that building the error never throws. */
+function isoTime(epochMs: number): string {
+  const at = new Date(epochMs);
+  return Number.isNaN(at.getTime()) ? String(epochMs) : at.toISOString();
 }

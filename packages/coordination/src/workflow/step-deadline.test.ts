@@ -97,6 +97,11 @@ describe('Step Complete By', () => {
     await setup.engine.close();
   });
 
+  it('builds a StepDeadlineError for any deadline, since it is made inside timers', () => {
+    assert.match(new StepDeadlineError('w', 's', 0).message, /complete-by \(1970-01-01T00:00:00\.000Z\)/);
+    assert.match(new StepDeadlineError('w', 's', Number.NaN).message, /complete-by \(NaN\)/);
+  });
+
   it('aborts a remote agent and the agent step with a StepDeadlineError', async () => {
     const clock = new VirtualClock();
     const messaging = new Messaging({ backend: new MemoryMessageBackend(), clock, retry: false });
