@@ -1,36 +1,24 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { constantBackoff } from '@stratus/core';
 import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
-import { flushMicrotasks, VirtualClock, waitUntil } from '@stratus/testkit';
-import { MemoryLeaseStore } from '../memory-lease-store.js';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { defineWorkflow, type RunStep } from './definition.js';
 import { StepDeadlineError, WorkflowFailedError } from './errors.js';
-import type { WorkflowEvent } from './events.js';
+import { engineSetup, settle } from './fixtures/engine-setup.js';
 import { MemoryWorkflowStore } from './memory-workflow-store.js';
 import { RemoteAgent } from './remote-agent.js';
 import { WorkflowEngine } from './workflow-engine.js';
-import { WorkflowSupervisor } from './workflow-supervisor.js';
 
 /** An engine whose workflow `slow` has one step `call` of the given run, a 1 s Complete By and no retry. */
 function engineWith(run: RunStep<unknown>['run']) {
-  const clock = new VirtualClock();
-  const store = new MemoryWorkflowStore();
-  const engine = new WorkflowEngine({ store, clock, schedulerId: 'scheduler-1' });
-  const events: WorkflowEvent[] = [];
-  engine.events.on((event) => events.push(event));
-  engine.register(
+  const setup = engineSetup();
+  setup.engine.register(
     defineWorkflow({ name: 'slow', maxFailures: 1, steps: [{ name: 'call', timeoutMs: 1_000, run }] }),
   );
   const deadlineFailures = () =>
-    events.flatMap((e) => (e.type === 'step-failed' && e.reason === 'deadline' ? [e.error] : []));
-  return { clock, store, engine, deadlineFailures };
+    setup.events.flatMap((e) => (e.type === 'step-failed' && e.reason === 'deadline' ? [e.error] : []));
+  return { ...setup, deadlineFailures };
 }
-
-const settle = async (clock: VirtualClock, ms = 0) => {
-  await clock.advance(ms);
-  for (let i = 0; i < 5; i++) await flushMicrotasks();
-};
 
 function assertDeadline(error: unknown, workflowId: string, step: string, completeBy: number): void {
   assert.ok(error instanceof StepDeadlineError, `expected a StepDeadlineError, got ${String(error)}`);
@@ -43,7 +31,7 @@ function assertDeadline(error: unknown, workflowId: string, step: string, comple
 describe('Step Complete By', () => {
   it('aborts a running step with a StepDeadlineError that the step, the events and the failure see', async () => {
     const reasons: unknown[] = [];
-    const { clock, store, engine, deadlineFailures } = engineWith(
+    const { clock, engine, supervisor, deadlineFailures } = engineWith(
       ({ signal }) =>
         new Promise((resolve) =>
           signal.addEventListener('abort', () => {
@@ -60,13 +48,6 @@ describe('Step Complete By', () => {
     assert.deepEqual(deadlineFailures(), reasons, 'the step-failed event carries the same error');
 
     // The Supervisor recovers the step once its Complete By has passed and records the typed error's message.
-    const supervisor = new WorkflowSupervisor({
-      store,
-      leases: new MemoryLeaseStore(),
-      clock,
-      engine,
-      backoff: constantBackoff(100),
-    });
     await settle(clock, 1);
     const failed = assert.rejects(run.result(), WorkflowFailedError);
     assert.equal(await supervisor.sweep(), 1);
