@@ -11,7 +11,8 @@ import {
   UnknownSagaDefinitionError,
 } from './errors.js';
 import { MemorySagaStore } from './memory-saga-store.js';
-import { SagaEngine, type SagaEvent } from './saga-engine.js';
+import { SagaEngine } from './saga-engine.js';
+import type { SagaEvent } from './saga-events.js';
 
 const T0 = 1_750_000_000_000;
 

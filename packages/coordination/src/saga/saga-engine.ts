@@ -1,35 +1,22 @@
-import {
-  assertObject,
-  type Clock,
-  EventEmitter,
-  InvalidOptionsError,
-  type StratusEvent,
-  systemClock,
-} from '@stratus/core';
-import {
-  type CompiledSaga,
-  type CompiledStep,
-  compileSaga,
-  type ResolvedRetry,
-  type SagaDefinition,
-} from './definition.js';
+import { assertObject, type Clock, EventEmitter, InvalidOptionsError, systemClock } from '@stratus/core';
+import { type CompiledSaga, type CompiledStep, compileSaga, type SagaDefinition } from './definition.js';
 import {
   SagaConflictError,
   SagaNotFoundError,
   SagaStateError,
-  SagaStepTimeoutError,
   UnknownSagaDefinitionError,
 } from './errors.js';
 import { operatorAlert, recordError, remainingStages, type SagaOperatorAlert } from './operator-alert.js';
+import type { SagaEvent, SagaEventDetail } from './saga-events.js';
 import {
   ACTIVE_SAGA_STATUSES,
   type CompletedStep,
   checkSagaId,
   type FailedUndo,
-  type RecordedError,
   type SagaRecord,
   type SagaStore,
 } from './saga-store.js';
+import { StepCaller } from './step-attempts.js';
 
 export interface SagaEngineOptions {
   readonly store: SagaStore;
@@ -42,57 +29,6 @@ export interface SagaEngineOptions {
   readonly name?: string;
 }
 
-type SagaEventDetail =
-  | { readonly type: 'started'; readonly sagaId: string; readonly definition: string }
-  | {
-      readonly type: 'resumed';
-      readonly sagaId: string;
-      readonly definition: string;
-      readonly status: string;
-    }
-  | {
-      readonly type: 'step-completed';
-      readonly sagaId: string;
-      readonly definition: string;
-      readonly step: string;
-      readonly attempts: number;
-    }
-  | {
-      readonly type: 'step-failed';
-      readonly sagaId: string;
-      readonly definition: string;
-      readonly step: string;
-      readonly phase: 'do' | 'undo';
-      readonly attempt: number;
-      /** False when this was the last attempt (retries used up, or the error is not retryable). */
-      readonly willRetry: boolean;
-      readonly error: RecordedError;
-    }
-  | {
-      readonly type: 'compensating';
-      readonly sagaId: string;
-      readonly definition: string;
-      readonly failedStep: string;
-      readonly error: RecordedError;
-    }
-  | {
-      readonly type: 'step-undone';
-      readonly sagaId: string;
-      readonly definition: string;
-      readonly step: string;
-      readonly by: 'undo' | 'operator';
-    }
-  | { readonly type: 'compensated'; readonly sagaId: string; readonly definition: string }
-  | { readonly type: 'completed'; readonly sagaId: string; readonly definition: string }
-  | {
-      readonly type: 'needs-operator';
-      readonly sagaId: string;
-      readonly definition: string;
-      readonly alert: SagaOperatorAlert;
-    };
-
-export type SagaEvent = StratusEvent & { readonly component: 'saga' } & SagaEventDetail;
-
 export interface RecoveryReport {
   /** Sagas that were running or compensating, as they ended after this engine resumed them. */
   readonly resumed: readonly SagaRecord[];
@@ -101,9 +37,6 @@ export interface RecoveryReport {
   /** Sagas waiting for an operator; their alert is raised again (an alert lost in a crash is not lost). */
   readonly needsOperator: readonly SagaOperatorAlert[];
 }
-
-type Attempt = { readonly ok: true; readonly value: unknown; readonly attempts: number } | FailedAttempt;
-type FailedAttempt = { readonly ok: false; readonly error: unknown; readonly attempts: number };
 
 /**
  * Runs sagas (Compensating Transaction): each step's do in order, every completion stored before the next step,
@@ -123,6 +56,7 @@ export class SagaEngine {
   readonly events = new EventEmitter<SagaEvent>();
   readonly #sagas = new Map<string, CompiledSaga>();
   readonly #running = new Map<string, Promise<SagaRecord>>();
+  readonly #caller: StepCaller;
 
   constructor(options: SagaEngineOptions) {
     assertObject('options', options as unknown);
@@ -144,6 +78,7 @@ export class SagaEngine {
     this.store = store;
     this.clock = clock;
     this.name = name;
+    this.#caller = new StepCaller(clock, (detail) => this.#emit(detail));
   }
 
   /**
@@ -297,7 +232,8 @@ export class SagaEngine {
       const name = next.step.name;
       const results = resultsOf(record.steps);
       // A result that cannot be stored counts as a failed attempt, before anything is logged.
-      const outcome = await this.#attempt(saga, next, 'do', next.retry, record, async (context) =>
+      const call = { saga, step: next, phase: 'do', policy: next.retry, record } as const;
+      const outcome = await this.#caller.attempt(call, async (context) =>
         toJson(await next.step.do({ ...context, results })),
       );
       if (outcome.ok) {
@@ -340,7 +276,8 @@ export class SagaEngine {
           const undo = compiled.step.undo as NonNullable<CompiledStep['step']['undo']>;
           const logged = record.steps.find((s) => s.name === name) as CompletedStep;
           const results = resultsOf(record.steps);
-          const outcome = await this.#attempt(saga, compiled, 'undo', compiled.undoRetry, record, (context) =>
+          const call = { saga, step: compiled, phase: 'undo', policy: compiled.undoRetry, record } as const;
+          const outcome = await this.#caller.attempt(call, (context) =>
             undo({ ...context, results, result: logged.result }),
           );
           if (!outcome.ok) {
@@ -367,77 +304,6 @@ export class SagaEngine {
     record = await this.#write(record, { status: 'compensated' });
     this.#emit({ type: 'compensated', sagaId, definition });
     return record;
-  }
-
-  /** Calls a do or undo until it succeeds, its attempts run out or its error is not retryable. */
-  async #attempt(
-    saga: CompiledSaga,
-    compiled: CompiledStep,
-    phase: 'do' | 'undo',
-    policy: ResolvedRetry,
-    record: SagaRecord,
-    call: (context: {
-      sagaId: string;
-      input: never;
-      idempotencyKey: string;
-      attempt: number;
-      signal: AbortSignal;
-    }) => unknown,
-  ): Promise<Attempt> {
-    const step = compiled.step.name;
-    const idempotencyKey = phase === 'do' ? `${record.sagaId}:${step}` : `${record.sagaId}:${step}:undo`;
-    let previousDelay = 0;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const value = await this.#timed(step, phase, compiled.step.timeoutMs, (signal) =>
-          call({ sagaId: record.sagaId, input: record.input as never, idempotencyKey, attempt, signal }),
-        );
-        return { ok: true, value, attempts: attempt };
-      } catch (error) {
-        const willRetry = attempt < policy.maxAttempts && policy.retryable(error);
-        this.#emit({
-          type: 'step-failed',
-          sagaId: record.sagaId,
-          definition: saga.name,
-          step,
-          phase,
-          attempt,
-          willRetry,
-          error: recordError(error),
-        });
-        if (!willRetry) return { ok: false, error, attempts: attempt };
-        previousDelay = policy.backoff.delay(attempt, previousDelay);
-        await this.#sleep(previousDelay);
-      }
-    }
-  }
-
-  async #timed(
-    step: string,
-    phase: 'do' | 'undo',
-    timeoutMs: number | undefined,
-    call: (signal: AbortSignal) => unknown,
-  ): Promise<unknown> {
-    const controller = new AbortController();
-    if (timeoutMs === undefined) return call(controller.signal);
-    let timer: ReturnType<Clock['setTimeout']> | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      timer = this.clock.setTimeout(() => {
-        const error = new SagaStepTimeoutError(step, phase, timeoutMs);
-        controller.abort(error);
-        reject(error);
-      }, timeoutMs);
-    });
-    try {
-      return await Promise.race([Promise.resolve().then(() => call(controller.signal)), expired]);
-    } finally {
-      if (timer !== undefined) this.clock.clearTimeout(timer);
-    }
-  }
-
-  #sleep(ms: number): Promise<void> {
-    if (!(ms > 0)) return Promise.resolve();
-    return new Promise((resolve) => this.clock.setTimeout(resolve, ms));
   }
 
   /** Writes the next version of a saga; SagaConflictError when someone else wrote first. */

@@ -77,15 +77,24 @@ export class PermanentStepError extends StratusError {
   }
 }
 
-/** The step's Complete By passed: its agent stops and its result, if any, is ignored. */
+/**
+ * The step's Complete By passed: the reason its signal aborts with, and what the engine records for it. Its agent
+ * stops and its result, if any, is ignored.
+ */
 export class StepDeadlineError extends StratusError {
+  readonly workflowId: string;
   readonly step: string;
-  constructor(step: string, completeBy: number) {
+  /** The Complete By that passed, in epoch ms. */
+  readonly completeBy: number;
+  constructor(workflowId: string, step: string, completeBy: number, options?: { cause?: unknown }) {
     super(
       'ERR_STRATUS_STEP_DEADLINE',
-      `Step "${step}" missed its complete-by (${new Date(completeBy).toISOString()})`,
+      `Step "${step}" of workflow "${workflowId}" missed its complete-by (${isoTime(completeBy)})`,
+      options,
     );
+    this.workflowId = workflowId;
     this.step = step;
+    this.completeBy = completeBy;
   }
 }
 
@@ -96,4 +105,10 @@ export class SignalTimeoutError extends StratusError {
     super('ERR_STRATUS_SIGNAL_TIMEOUT', `Step "${step}" waited for signal "${signalName}" past its deadline`);
     this.signalName = signalName;
   }
+}
+
+/** An epoch ms as ISO text; as a number when it is no valid time, so that building the error never throws. */
+function isoTime(epochMs: number): string {
+  const at = new Date(epochMs);
+  return Number.isNaN(at.getTime()) ? String(epochMs) : at.toISOString();
 }

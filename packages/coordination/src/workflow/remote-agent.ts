@@ -14,6 +14,7 @@ import {
   type ReceivedMessage,
 } from '@stratus/messaging';
 import type { WorkflowStepContext } from './definition.js';
+import { StepDeadlineError } from './errors.js';
 
 /** What the Scheduler sends: the step context without its signal. */
 export interface AgentRequest {
@@ -91,7 +92,7 @@ export class RemoteAgent {
     }
     const controller = new AbortController();
     const timer = this.#clock.setTimeout(
-      () => controller.abort(new Error('complete-by passed')),
+      () => controller.abort(new StepDeadlineError(request.workflowId, request.step, request.completeBy)),
       Math.max(0, request.completeBy - this.#clock.now()),
     );
     let reply: { body: unknown; headers?: Record<string, string> };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { constantBackoff, InvalidOptionsError } from '@stratus/core';
 import { MemoryMessageBackend, Messaging } from '@stratus/messaging';
-import { flushMicrotasks, VirtualClock, waitUntil } from '@stratus/testkit';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { MemoryLeaseStore } from '../memory-lease-store.js';
 import { defineWorkflow, type WorkflowStepContext } from './definition.js';
 import {
@@ -12,30 +12,11 @@ import {
   WorkflowFailedError,
   WorkflowIdConflictError,
 } from './errors.js';
-import type { WorkflowEvent } from './events.js';
+import { engineSetup, settle } from './fixtures/engine-setup.js';
 import { MemoryWorkflowStore } from './memory-workflow-store.js';
 import { RemoteAgent } from './remote-agent.js';
 import { WorkflowEngine } from './workflow-engine.js';
 import { WorkflowSupervisor } from './workflow-supervisor.js';
-
-function setup(options: { maxFailures?: number } = {}) {
-  const clock = new VirtualClock();
-  const store = new MemoryWorkflowStore();
-  const engine = new WorkflowEngine({ store, clock, schedulerId: 'scheduler-1' });
-  const events: WorkflowEvent[] = [];
-  engine.events.on((event) => events.push(event));
-  const supervisor = new WorkflowSupervisor({
-    store,
-    leases: new MemoryLeaseStore(),
-    clock,
-    engine,
-    backoff: constantBackoff(100),
-    intervalMs: 1_000,
-  });
-  supervisor.events.on((event) => events.push(event));
-  void options;
-  return { clock, store, engine, supervisor, events };
-}
 
 /** An effect store that applies each idempotency key once and counts refused duplicates. */
 function effectStore() {
@@ -53,14 +34,9 @@ function effectStore() {
   };
 }
 
-const settle = async (clock: VirtualClock, ms = 0) => {
-  await clock.advance(ms);
-  for (let i = 0; i < 5; i++) await flushMicrotasks();
-};
-
 describe('WorkflowEngine', () => {
   it('runs the steps in order with input, previous results, idempotency keys and typed events', async () => {
-    const { engine, events } = setup();
+    const { engine, events } = engineSetup();
     const seen: Omit<WorkflowStepContext, 'signal'>[] = [];
     const step = (name: string) => ({
       name,
@@ -106,7 +82,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('ignores an agent that misses Complete By; the Supervisor retries the step and its effect happens once', async () => {
-    const { clock, engine, supervisor, events } = setup();
+    const { clock, engine, supervisor, events } = engineSetup();
     const effects = effectStore();
     let calls = 0;
     const late: (() => void)[] = [];
@@ -149,7 +125,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('fails the workflow at the failure threshold with one alert carrying its context', async () => {
-    const { clock, engine, supervisor, events } = setup();
+    const { clock, engine, supervisor, events } = engineSetup();
     engine.register(
       defineWorkflow({
         name: 'flaky',
@@ -183,7 +159,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('fails at once on a PermanentStepError', async () => {
-    const { engine, events } = setup();
+    const { engine, events } = engineSetup();
     engine.register(
       defineWorkflow({
         name: 'card',
@@ -197,7 +173,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('sleeps durably until the step’s time', async () => {
-    const { clock, engine } = setup();
+    const { clock, engine } = engineSetup();
     let woke = false;
     engine.register(
       defineWorkflow({
@@ -219,7 +195,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('waits for a named signal, with a timeout branch or failure at its deadline', async () => {
-    const { clock, engine } = setup();
+    const { clock, engine } = engineSetup();
     engine.register(
       defineWorkflow({
         name: 'approval',
@@ -253,7 +229,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('resumes a workflow whose Scheduler crashed mid-step', async () => {
-    const { clock, store, engine, supervisor } = setup();
+    const { clock, store, engine, supervisor } = engineSetup();
     engine.register(
       defineWorkflow({
         name: 'job',
@@ -284,7 +260,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('never double-recovers a step with two Supervisors racing', async () => {
-    const { clock, store } = setup();
+    const { clock, store } = engineSetup();
     const leases = new MemoryLeaseStore();
     const supervisors = [1, 2].map(
       (n) =>
@@ -360,7 +336,7 @@ describe('WorkflowEngine', () => {
   });
 
   it('runs each workflow on the version it started with', async () => {
-    const { engine } = setup();
+    const { engine } = engineSetup();
     engine.register(defineWorkflow({ name: 'greet', version: 1, steps: [{ name: 'a', run: () => 'v1' }] }));
     engine.register(defineWorkflow({ name: 'greet', version: 2, steps: [{ name: 'a', run: () => 'v2' }] }));
     assert.equal(await (await engine.start('greet', null)).result(), 'v2');

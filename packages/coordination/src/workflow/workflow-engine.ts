@@ -7,6 +7,9 @@
  * claimed by this engine, and completing a step claims the next in the same write, so a three-step workflow costs
  * four writes and no polling. Other processes' work arrives through the store's wake-ups (LISTEN/NOTIFY, SQLite's
  * data_version, in-process callbacks) plus a timer for the next due step (durable sleeps, retry backoff).
+ *
+ * The parts: ClaimPump (claiming), driveSteps (one workflow's steps and their writes), StepExecutor (running one
+ * step: activities under Complete By, durable timers) and ResultWaiters (`run.result()`).
  */
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
@@ -19,42 +22,26 @@ import {
   InvalidOptionsError,
   randomId,
   systemClock,
-  type TimerHandle,
   type Unsubscribe,
   uuidv7,
 } from '@stratus/core';
-import {
-  type Messaging,
-  RemoteRequestError,
-  RequestReplyClient,
-  RequestTimeoutError,
-} from '@stratus/messaging';
-import type {
-  AgentStep,
-  CompiledWorkflowStep,
-  RunStep,
-  SleepStep,
-  WaitStep,
-  WorkflowDefinition,
-  WorkflowStepContext,
-} from './definition.js';
-import {
-  DuplicateWorkflowError,
-  PermanentStepError,
-  SignalTimeoutError,
-  UnknownWorkflowError,
-  WorkflowFailedError,
-  WorkflowIdConflictError,
-  WorkflowNotFoundError,
-} from './errors.js';
+import type { Messaging } from '@stratus/messaging';
+import { ClaimPump } from './claim-pump.js';
+import type { CompiledWorkflowStep, WorkflowDefinition } from './definition.js';
+import { DefinitionRegistry } from './definition-registry.js';
+import { DuplicateWorkflowError, WorkflowIdConflictError, WorkflowNotFoundError } from './errors.js';
+import type { WorkflowEventDetail } from './event-detail.js';
 import type { WorkflowEvent, WorkflowFailureContext } from './events.js';
-import type { AgentRequest } from './remote-agent.js';
-import type {
-  ClaimedStep,
-  TransitionTarget,
-  WorkflowRecord,
-  WorkflowStatus,
-  WorkflowStore,
+import { ResultWaiters } from './result-waiters.js';
+import { driveSteps, type StepDriverHost, toJson } from './step-driver.js';
+import { StepExecutor } from './step-executor.js';
+import {
+  type ClaimedStep,
+  initialState,
+  type Submission,
+  type WorkflowRecord,
+  type WorkflowStatus,
+  type WorkflowStore,
 } from './workflow-store.js';
 
 export interface WorkflowEngineOptions {
@@ -105,24 +92,6 @@ export interface WorkflowHandle<O = unknown> {
   status(): Promise<WorkflowStatusView>;
 }
 
-type Outcome =
-  | { readonly kind: 'done'; readonly value: unknown; readonly next?: number }
-  | { readonly kind: 'park'; readonly until: number; readonly signal: string | null }
-  | {
-      readonly kind: 'error';
-      readonly error: unknown;
-      readonly reason: 'error' | 'permanent' | 'signal-timeout';
-    }
-  | { readonly kind: 'late'; readonly error: unknown };
-
-interface Waiter {
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
-const stepError = (error: unknown): string => (error instanceof Error ? error.message : String(error));
-const toJson = (value: unknown): string => JSON.stringify(value === undefined ? null : value);
-
 export class WorkflowEngine {
   readonly name: string;
   readonly schedulerId: string;
@@ -130,29 +99,20 @@ export class WorkflowEngine {
   readonly events = new EventEmitter<WorkflowEvent>();
   readonly #clock: Clock;
   readonly #runsScheduler: boolean;
-  readonly #concurrency: number;
-  readonly #claimBatch: number;
-  readonly #pollMs: number;
-  readonly #resultPollMs: number;
   readonly #messaging: Messaging | undefined;
-  readonly #definitions = new Map<string, WorkflowDefinition<never, unknown>>();
-  readonly #latest = new Map<string, WorkflowDefinition<never, unknown>>();
-  #definitionKeys: string[] = [];
-  readonly #waiters = new Map<string, Waiter[]>();
+  readonly #definitions = new DefinitionRegistry();
+  readonly #pump: ClaimPump;
+  readonly #waiters: ResultWaiters;
+  readonly #driver: StepDriverHost;
+  readonly #executor: StepExecutor;
   readonly #drives = new Set<Promise<void>>();
   /** Workflows this engine is driving now: their waiters are settled here, without reading the store first. */
   readonly #driving = new Set<string>();
   /** Aborts every running step when the engine closes. */
   readonly #closing = new AbortController();
-  #inFlight = 0;
   #launched = false;
   #closed = false;
-  #pumping = false;
-  #pumpAgain = false;
-  #saturated = false;
-  #timer: TimerHandle | undefined;
   #unwatch: Unsubscribe | undefined;
-  #replies: Promise<RequestReplyClient> | undefined;
 
   constructor(options: WorkflowEngineOptions) {
     assertObject('options', options as unknown);
@@ -189,13 +149,46 @@ export class WorkflowEngine {
     this.name = name;
     this.schedulerId = schedulerId;
     this.#runsScheduler = scheduler;
-    this.#concurrency = concurrency;
-    this.#claimBatch = claimBatch;
-    this.#pollMs = pollIntervalMs;
-    this.#resultPollMs = resultPollMs;
     this.#messaging = messaging;
     // Every running step listens for the engine closing.
     setMaxListeners(0, this.#closing.signal);
+    const storeError = (error: unknown) => this.#emit({ type: 'store-error', error });
+    this.#pump = new ClaimPump({
+      store,
+      clock,
+      schedulerId,
+      concurrency,
+      claimBatch,
+      pollMs: pollIntervalMs,
+      definitions: () => this.#definitions.keys,
+      claimed: (step) => {
+        const definition = this.#definitions.get(step.definition);
+        if (definition !== undefined) this.#drive(definition, step);
+      },
+      storeError,
+    });
+    this.#waiters = new ResultWaiters({
+      store,
+      clock,
+      pollMs: resultPollMs,
+      closed: () => this.#closed,
+      storeError,
+    });
+    this.#executor = new StepExecutor({ store, clock, closing: this.#closing.signal, messaging });
+    this.#driver = {
+      store,
+      clock,
+      schedulerId,
+      executor: this.#executor,
+      closed: () => this.#closed,
+      emit: (detail) => this.#emit(detail),
+      parked: () => this.#pump.pump(),
+      finished: (workflowId, value, failure) => {
+        // Over: a later `result()` reads the store at once, even before the drive has wound down.
+        this.#driving.delete(workflowId);
+        this.#waiters.settle(workflowId, value, failure);
+      },
+    };
   }
 
   /** Registers a definition (from defineWorkflow) under its name and version. */
@@ -215,11 +208,8 @@ export class WorkflowEngine {
         `workflow "${def.name}" has agent steps: give the engine a Messaging`,
       );
     }
-    this.#definitions.set(def.key, def);
-    const latest = this.#latest.get(def.name);
-    if (latest === undefined || latest.version < def.version) this.#latest.set(def.name, def);
-    this.#definitionKeys = [...this.#definitions.keys()];
-    if (this.#launched) this.#pump();
+    this.#definitions.add(def);
+    this.#pump.pump();
     return this;
   }
 
@@ -227,8 +217,8 @@ export class WorkflowEngine {
   launch(): this {
     if (this.#launched || this.#closed || !this.#runsScheduler) return this;
     this.#launched = true;
-    this.#unwatch = this.store.watch(() => this.#pump());
-    this.#pump();
+    this.#unwatch = this.store.watch(() => this.#pump.pump());
+    this.#pump.start();
     return this;
   }
 
@@ -240,62 +230,40 @@ export class WorkflowEngine {
   ): Promise<WorkflowHandle<O>> {
     assertObject('options', options as unknown);
     const name = typeof workflow === 'string' ? workflow : workflow?.name;
-    const definition = this.#definitionFor(name, options.version);
+    const definition = this.#definitions.find(name, options.version);
     const workflowId = options.id ?? uuidv7(this.#clock.now());
     if (typeof workflowId !== 'string' || workflowId === '' || workflowId.length > 200) {
       throw new InvalidOptionsError('id', 'expected a string of 1 to 200 characters');
     }
     const inputJson = toJson(input);
     this.launch();
-    const runHere = this.#launched && !this.#closed && this.#inFlight < this.#concurrency;
-    if (runHere) this.#inFlight++;
+    const runHere = this.#pump.reserve();
     const first = definition.steps[0] as CompiledWorkflowStep<never>;
-    const now = this.#clock.now();
+    const submission: Submission = {
+      workflowId,
+      name: definition.name,
+      version: definition.version,
+      input: inputJson,
+      now: this.#clock.now(),
+      first: { stepName: first.name, timeoutMs: first.timeoutMs, maxFailures: first.maxFailures },
+      ...(runHere ? { claimBy: this.schedulerId } : {}),
+    };
     let submitted: Awaited<ReturnType<WorkflowStore['submit']>>;
     try {
-      submitted = await this.store.submit({
-        workflowId,
-        name: definition.name,
-        version: definition.version,
-        input: inputJson,
-        now,
-        first: { stepName: first.name, timeoutMs: first.timeoutMs, maxFailures: first.maxFailures },
-        ...(runHere ? { claimBy: this.schedulerId } : {}),
-      });
+      submitted = await this.store.submit(submission);
     } catch (error) {
-      if (runHere) this.#release();
+      if (runHere) this.#pump.release();
       throw error;
     }
     if (!submitted.created) {
-      if (runHere) this.#release();
+      if (runHere) this.#pump.release();
       if (submitted.existing.name !== definition.name)
         throw new WorkflowIdConflictError(workflowId, submitted.existing.name);
       return this.handle<O>(workflowId);
     }
     this.#emit({ type: 'submitted', workflowId, workflow: definition.name, version: definition.version });
-    if (runHere) {
-      this.#drive(definition, {
-        workflowId,
-        definition: definition.key,
-        step: 0,
-        stepName: first.name,
-        status: 'processing',
-        lockedBy: this.schedulerId,
-        completeBy: now + first.timeoutMs,
-        failureCount: 0,
-        maxFailures: first.maxFailures,
-        attempt: 1,
-        timeoutMs: first.timeoutMs,
-        availableAt: now,
-        waitUntil: null,
-        waitingFor: null,
-        results: '{}',
-        lastError: null,
-        createdAt: now,
-        updatedAt: now,
-        input: inputJson,
-      });
-    }
+    // Submitted claimed by this Scheduler: what the store holds is the first step's claim.
+    if (runHere) this.#drive(definition, { ...initialState(submission), input: inputJson });
     return this.handle<O>(workflowId);
   }
 
@@ -303,7 +271,7 @@ export class WorkflowEngine {
   handle<O = unknown>(workflowId: string): WorkflowHandle<O> {
     return {
       id: workflowId,
-      result: () => this.#result(workflowId) as Promise<O>,
+      result: () => this.#waiters.wait(workflowId, this.#driving.has(workflowId)) as Promise<O>,
       status: () => this.status(workflowId),
     };
   }
@@ -327,456 +295,32 @@ export class WorkflowEngine {
     if (this.#closed) return;
     this.#closed = true;
     this.#unwatch?.();
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#pump.stop();
     this.#closing.abort(new Error('the workflow engine is closing'));
     await Promise.allSettled([...this.#drives]);
-    const replies = await this.#replies?.catch(() => undefined);
-    await replies?.close();
-    for (const [workflowId, waiters] of this.#waiters) {
-      for (const waiter of waiters) waiter.reject(new WorkflowNotFoundError(workflowId));
-    }
-    this.#waiters.clear();
-  }
-
-  #definitionFor(name: unknown, version: number | undefined): WorkflowDefinition<never, unknown> {
-    if (typeof name !== 'string')
-      throw new InvalidOptionsError('workflow', 'expected a workflow name or definition');
-    if (version !== undefined) {
-      if (!Number.isSafeInteger(version) || version < 1)
-        throw new InvalidOptionsError('version', 'expected a positive integer');
-      const found = this.#definitions.get(`${name}@${version}`);
-      if (found === undefined) throw new UnknownWorkflowError(name, version);
-      return found;
-    }
-    const found = this.#latest.get(name);
-    if (found === undefined) throw new UnknownWorkflowError(name);
-    return found;
-  }
-
-  #release(): void {
-    this.#inFlight--;
-    if (this.#saturated) this.#pump();
-  }
-
-  /** Claims what it can run now, then sleeps until the next due step, a wake-up or the safety poll. */
-  #pump(): void {
-    if (!this.#launched || this.#closed) return;
-    if (this.#pumping) {
-      this.#pumpAgain = true;
-      return;
-    }
-    this.#pumping = true;
-    void this.#claimLoop().finally(() => {
-      this.#pumping = false;
-      if (this.#pumpAgain) this.#pump();
-    });
-  }
-
-  async #claimLoop(): Promise<void> {
-    let waitMs = this.#pollMs;
-    try {
-      do {
-        this.#pumpAgain = false;
-        this.#saturated = false;
-        while (!this.#closed && this.#definitionKeys.length > 0) {
-          const room = this.#concurrency - this.#inFlight;
-          if (room <= 0) {
-            this.#saturated = true;
-            break;
-          }
-          const limit = Math.min(room, this.#claimBatch);
-          this.#inFlight += limit;
-          let claimed: ClaimedStep[];
-          try {
-            claimed = await this.store.claim({
-              schedulerId: this.schedulerId,
-              definitions: this.#definitionKeys,
-              limit,
-              now: this.#clock.now(),
-            });
-          } finally {
-            this.#inFlight -= limit;
-          }
-          for (const step of claimed) {
-            const definition = this.#definitions.get(step.definition);
-            this.#inFlight++;
-            if (definition !== undefined) this.#drive(definition, step);
-          }
-          if (claimed.length < limit) break;
-        }
-      } while (this.#pumpAgain && !this.#closed);
-      if (this.#closed || this.#definitionKeys.length === 0) return;
-      const next = await this.store.nextAvailableAt(this.#definitionKeys);
-      if (next !== undefined) waitMs = Math.min(waitMs, Math.max(0, next - this.#clock.now()));
-    } catch (error) {
-      this.#emit({ type: 'store-error', error });
-    }
-    if (this.#closed) return;
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = this.#clock.setTimeout(
-      () => {
-        this.#timer = undefined;
-        this.#pump();
-      },
-      waitMs,
-      { unref: true },
-    );
-  }
-
-  #drive(definition: WorkflowDefinition<never, unknown>, claimed: ClaimedStep): void {
-    this.#driving.add(claimed.workflowId);
-    const drive = this.#driveSteps(definition, claimed)
-      .catch((error: unknown) => this.#emit({ type: 'store-error', error }))
-      .finally(() => {
-        this.#driving.delete(claimed.workflowId);
-        this.#drives.delete(drive);
-        this.#release();
-      });
-    this.#drives.add(drive);
-  }
-
-  /** Runs the claimed step, records its outcome, and goes on with the next step while it claims it in that write. */
-  async #driveSteps(definition: WorkflowDefinition<never, unknown>, claimed: ClaimedStep): Promise<void> {
-    const input = JSON.parse(claimed.input) as never;
-    const results = JSON.parse(claimed.results) as Record<string, unknown>;
-    let state: ClaimedStep = claimed;
-    const workflowId = state.workflowId;
-    for (;;) {
-      const step = definition.steps[state.step];
-      if (step === undefined) return;
-      const startedAt = this.#clock.monotonic();
-      this.#emit({ type: 'step-started', workflowId, step: step.name, attempt: state.attempt });
-      const outcome = await this.#execute(step, state, input, results);
-      if (outcome.kind === 'late') {
-        // The Agent missed Complete By (or the engine is closing): it returns nothing. A closing engine hands the
-        // step back at once; otherwise the Supervisor finds it when Complete By has passed.
-        this.#emit({
-          type: 'step-failed',
-          workflowId,
-          step: step.name,
-          attempt: state.attempt,
-          reason: 'deadline',
-          error: outcome.error,
-        });
-        if (this.#closed && this.#clock.now() <= (state.completeBy ?? 0)) {
-          await this.store.transition({
-            workflowId,
-            attempt: state.attempt,
-            now: this.#clock.now(),
-            results: state.results,
-            to: {
-              kind: 'park',
-              availableAt: this.#clock.now(),
-              waitUntil: state.waitUntil ?? this.#clock.now(),
-              waitingFor: state.waitingFor,
-            },
-          });
-        }
-        return;
-      }
-      const now = this.#clock.now();
-      let to: TransitionTarget;
-      let failure: WorkflowFailureContext | undefined;
-      let nextStep: CompiledWorkflowStep<never> | undefined;
-      if (outcome.kind === 'done') {
-        results[step.name] = outcome.value === undefined ? null : outcome.value;
-        nextStep = definition.steps[outcome.next ?? step.index + 1];
-        if (nextStep === undefined) {
-          to = { kind: 'completed', result: toJson(outcome.value) };
-        } else {
-          to = {
-            kind: 'step',
-            step: nextStep.index,
-            stepName: nextStep.name,
-            timeoutMs: nextStep.timeoutMs,
-            maxFailures: nextStep.maxFailures,
-            availableAt: now,
-            ...(this.#closed ? {} : { claimBy: this.schedulerId }),
-          };
-        }
-      } else if (outcome.kind === 'park') {
-        to = {
-          kind: 'park',
-          availableAt: outcome.until,
-          waitUntil: outcome.until,
-          waitingFor: outcome.signal,
-        };
-      } else if (outcome.reason === 'error') {
-        to = { kind: 'error', error: stepError(outcome.error) };
-      } else {
-        failure = {
-          workflowId,
-          workflow: definition.name,
-          version: definition.version,
-          step: step.name,
-          failureCount: state.failureCount + 1,
-          error: stepError(outcome.error),
-          reason: outcome.reason,
-        };
-        to = { kind: 'failed', error: JSON.stringify(failure) };
-      }
-      const resultsJson = outcome.kind === 'park' ? state.results : JSON.stringify(results);
-      const accepted = await this.store.transition({
-        workflowId,
-        attempt: state.attempt,
-        now,
-        results: resultsJson,
-        to,
-      });
-      if (!accepted) {
-        this.#emit({ type: 'step-superseded', workflowId, step: step.name, attempt: state.attempt });
-        return;
-      }
-      if (outcome.kind === 'park') {
-        this.#emit({
-          type: 'step-waiting',
-          workflowId,
-          step: step.name,
-          until: outcome.until,
-          signal: outcome.signal,
-        });
-        this.#pump(); // re-arm the timer: this may now be the next due step
-        return;
-      }
-      if (outcome.kind === 'error') {
-        this.#emit({
-          type: 'step-failed',
-          workflowId,
-          step: step.name,
-          attempt: state.attempt,
-          reason: outcome.reason,
-          error: outcome.error,
-        });
-        if (failure !== undefined) {
-          this.#emit({ type: 'failed', workflowId, context: failure });
-          this.#settle(workflowId, undefined, failure);
-        }
-        return;
-      }
-      this.#emit({
-        type: 'step-completed',
-        workflowId,
-        step: step.name,
-        attempt: state.attempt,
-        durationMs: this.#clock.monotonic() - startedAt,
-      });
-      if (nextStep === undefined) {
-        this.#emit({ type: 'completed', workflowId, durationMs: now - state.createdAt });
-        this.#settle(workflowId, outcome.value === undefined ? null : outcome.value);
-        return;
-      }
-      if (this.#closed) return;
-      state = {
-        ...state,
-        step: nextStep.index,
-        stepName: nextStep.name,
-        lockedBy: this.schedulerId,
-        completeBy: now + nextStep.timeoutMs,
-        failureCount: 0,
-        maxFailures: nextStep.maxFailures,
-        attempt: state.attempt + 1,
-        timeoutMs: nextStep.timeoutMs,
-        waitUntil: null,
-        waitingFor: null,
-        results: resultsJson,
-        lastError: null,
-        updatedAt: now,
-      };
-    }
-  }
-
-  async #execute(
-    step: CompiledWorkflowStep<never>,
-    state: ClaimedStep,
-    input: never,
-    accumulated: Record<string, unknown>,
-  ): Promise<Outcome> {
-    // A snapshot: a step must see only what came before it, even if it keeps the object.
-    const results = Object.freeze({ ...accumulated });
-    const completeBy = state.completeBy ?? this.#clock.now() + step.timeoutMs;
-    const now = this.#clock.now();
-    if (this.#closing.signal.aborted) return { kind: 'late', error: this.#closing.signal.reason };
-    const context = (signal: AbortSignal): WorkflowStepContext<never> => ({
-      workflowId: state.workflowId,
-      step: step.name,
-      input,
-      results,
-      idempotencyKey: `${state.workflowId}:${step.name}`,
-      attempt: state.attempt,
-      failures: state.failureCount,
-      completeBy,
-      signal,
-    });
-    switch (step.kind) {
-      case 'sleep': {
-        const def = step.definition as SleepStep<never>;
-        if (state.waitUntil === null) {
-          const until =
-            def.sleepUntil !== undefined
-              ? def.sleepUntil(context(this.#closing.signal))
-              : now +
-                (typeof def.sleepMs === 'function'
-                  ? def.sleepMs(context(this.#closing.signal))
-                  : (def.sleepMs ?? 0));
-          if (!Number.isFinite(until))
-            return {
-              kind: 'error',
-              error: new InvalidOptionsError('sleep', 'not a time'),
-              reason: 'permanent',
-            };
-          return until <= now ? { kind: 'done', value: null } : { kind: 'park', until, signal: null };
-        }
-        return now >= state.waitUntil
-          ? { kind: 'done', value: null }
-          : { kind: 'park', until: state.waitUntil, signal: null };
-      }
-      case 'wait': {
-        const def = step.definition as WaitStep;
-        const payload = await this.store.readSignal(state.workflowId, def.waitFor);
-        if (payload !== undefined) return { kind: 'done', value: JSON.parse(payload) };
-        const until = state.waitUntil ?? now + def.waitMs;
-        if (now < until) return { kind: 'park', until, signal: def.waitFor };
-        if (step.timeoutGoto !== undefined) return { kind: 'done', value: null, next: step.timeoutGoto };
-        return {
-          kind: 'error',
-          error: new SignalTimeoutError(step.name, def.waitFor),
-          reason: 'signal-timeout',
-        };
-      }
-      case 'run':
-        return this.#withDeadline(completeBy, (signal) =>
-          (step.definition as RunStep<never>).run(context(signal)),
-        );
-      case 'agent':
-        return this.#withDeadline(completeBy, async (signal) => {
-          const replies = await this.#replyClient();
-          const request: AgentRequest = {
-            workflowId: state.workflowId,
-            step: step.name,
-            input,
-            results,
-            idempotencyKey: `${state.workflowId}:${step.name}`,
-            attempt: state.attempt,
-            failures: state.failureCount,
-            completeBy,
-          };
-          return replies.request((step.definition as AgentStep).agent, request, {
-            timeoutMs: Math.max(1, completeBy - this.#clock.now()),
-            signal,
-            id: `${state.workflowId}:${step.name}:${state.attempt}`,
-          });
-        });
-    }
-  }
-
-  /** Runs `work` with a signal that aborts at Complete By (or engine close); past it, the result is dropped. */
-  async #withDeadline(completeBy: number, work: (signal: AbortSignal) => unknown): Promise<Outcome> {
-    const controller = new AbortController();
-    const onClose = () => controller.abort(this.#closing.signal.reason);
-    this.#closing.signal.addEventListener('abort', onClose, { once: true });
-    let timer: TimerHandle | undefined;
-    const deadline = new Promise<Outcome>((resolve) => {
-      const fire = () => resolve({ kind: 'late', error: controller.signal.reason });
-      controller.signal.addEventListener('abort', fire, { once: true });
-      timer = this.#clock.setTimeout(
-        () => controller.abort(new Error('complete-by passed')),
-        Math.max(0, completeBy - this.#clock.now()),
-      );
-    });
-    const running = (async (): Promise<Outcome> => {
-      try {
-        return { kind: 'done', value: await work(controller.signal) };
-      } catch (error) {
-        if (error instanceof RequestTimeoutError) return { kind: 'late', error };
-        if (error instanceof PermanentStepError) return { kind: 'error', error, reason: 'permanent' };
-        if (error instanceof RemoteRequestError)
-          return { kind: 'error', error: new Error(error.remoteMessage), reason: 'error' };
-        return { kind: 'error', error, reason: 'error' };
-      }
-    })();
-    try {
-      const outcome = await Promise.race([running, deadline]);
-      if (controller.signal.aborted || this.#clock.now() > completeBy) {
-        return { kind: 'late', error: controller.signal.reason ?? new Error('complete-by passed') };
-      }
-      return outcome;
-    } finally {
-      if (timer !== undefined) this.#clock.clearTimeout(timer);
-      this.#closing.signal.removeEventListener('abort', onClose);
-    }
-  }
-
-  #replyClient(): Promise<RequestReplyClient> {
-    this.#replies ??= new RequestReplyClient(this.#messaging as Messaging).start();
-    return this.#replies;
-  }
-
-  #result(workflowId: string): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject };
-      let waiters = this.#waiters.get(workflowId);
-      if (waiters === undefined) {
-        waiters = [];
-        this.#waiters.set(workflowId, waiters);
-      }
-      waiters.push(waiter);
-      // Finished elsewhere (another process, the Supervisor): the store says so.
-      const check = async () => {
-        if (!this.#waiters.get(workflowId)?.includes(waiter)) return;
-        try {
-          const record = await this.store.get(workflowId);
-          if (record === undefined) {
-            this.#drop(workflowId, waiter);
-            reject(new WorkflowNotFoundError(workflowId));
-            return;
-          }
-          if (record.run.status === 'completed') {
-            this.#drop(workflowId, waiter);
-            resolve(JSON.parse(record.run.result ?? 'null'));
-            return;
-          }
-          if (record.run.status === 'failed') {
-            this.#drop(workflowId, waiter);
-            const context = JSON.parse(record.run.error ?? 'null') as WorkflowFailureContext | null;
-            reject(new WorkflowFailedError(workflowId, context?.error ?? 'unknown', context));
-            return;
-          }
-        } catch (error) {
-          this.#emit({ type: 'store-error', error });
-        }
-        if (!this.#closed) this.#clock.setTimeout(() => void check(), this.#resultPollMs, { unref: true });
-      };
-      if (this.#driving.has(workflowId))
-        this.#clock.setTimeout(() => void check(), this.#resultPollMs, { unref: true });
-      else void check();
-    });
-  }
-
-  #drop(workflowId: string, waiter: Waiter): void {
-    const waiters = this.#waiters.get(workflowId);
-    if (waiters === undefined) return;
-    const left = waiters.filter((w) => w !== waiter);
-    if (left.length === 0) this.#waiters.delete(workflowId);
-    else this.#waiters.set(workflowId, left);
-  }
-
-  /** Settles local waiters of a workflow this process just finished. */
-  #settle(workflowId: string, value: unknown, failure?: WorkflowFailureContext): void {
-    const waiters = this.#waiters.get(workflowId);
-    if (waiters === undefined) return;
-    this.#waiters.delete(workflowId);
-    for (const waiter of waiters) {
-      if (failure === undefined) waiter.resolve(value);
-      else waiter.reject(new WorkflowFailedError(workflowId, failure.error, failure));
-    }
+    await this.#executor.close();
+    this.#waiters.rejectAll();
   }
 
   /** For a Supervisor in this process: its alert settles local waiters at once. */
   notifyFailed(context: WorkflowFailureContext): void {
-    this.#settle(context.workflowId, undefined, context);
+    this.#waiters.settle(context.workflowId, undefined, context);
   }
 
-  #emit(detail: DistributiveOmit<WorkflowEvent, 'component' | 'name' | 'at'>): void {
+  /** Drives a workflow whose step this Scheduler holds (its slot taken), and gives the slot back after. */
+  #drive(definition: WorkflowDefinition<never, unknown>, claimed: ClaimedStep): void {
+    this.#driving.add(claimed.workflowId);
+    const drive = driveSteps(this.#driver, definition, claimed)
+      .catch((error: unknown) => this.#emit({ type: 'store-error', error }))
+      .finally(() => {
+        this.#driving.delete(claimed.workflowId);
+        this.#drives.delete(drive);
+        this.#pump.release();
+      });
+    this.#drives.add(drive);
+  }
+
+  #emit(detail: WorkflowEventDetail): void {
     if (!this.events.active) return;
     this.events.emit({
       component: 'workflow-engine',
@@ -786,8 +330,6 @@ export class WorkflowEngine {
     } as WorkflowEvent);
   }
 }
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 function view(record: WorkflowRecord): WorkflowStatusView {
   const { run, state } = record;

@@ -23,6 +23,8 @@ import {
 } from '@stratus/core';
 import { LeaderElection, type LeadershipTerm } from '../leader-election.js';
 import type { LeaseStore } from '../lease-store.js';
+import { StepDeadlineError } from './errors.js';
+import type { WorkflowEventDetail } from './event-detail.js';
 import type { WorkflowEvent, WorkflowFailureContext } from './events.js';
 import type { WorkflowEngine } from './workflow-engine.js';
 import type { RecoveryCandidate, WorkflowStore } from './workflow-store.js';
@@ -135,7 +137,7 @@ export class WorkflowSupervisor {
     const failureCount = candidate.failureCount + 1;
     const timedOut = candidate.status === 'processing';
     const error = timedOut
-      ? `complete-by passed (locked by ${candidate.lockedBy ?? 'nobody'})`
+      ? `${deadlineMessage(candidate, now)} (locked by ${candidate.lockedBy ?? 'nobody'})`
       : (candidate.lastError ?? 'failed');
     const base = {
       workflowId: candidate.workflowId,
@@ -203,7 +205,7 @@ export class WorkflowSupervisor {
     }
   }
 
-  #emit(detail: DistributiveOmit<WorkflowEvent, 'component' | 'name' | 'at'>): void {
+  #emit(detail: WorkflowEventDetail): void {
     if (!this.events.active) return;
     this.events.emit({
       component: 'workflow-supervisor',
@@ -214,4 +216,7 @@ export class WorkflowSupervisor {
   }
 }
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** What a step that timed out records: the message of the error its signal aborted with. */
+function deadlineMessage(candidate: RecoveryCandidate, now: number): string {
+  return new StepDeadlineError(candidate.workflowId, candidate.stepName, candidate.completeBy ?? now).message;
+}
