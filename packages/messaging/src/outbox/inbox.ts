@@ -1,6 +1,5 @@
 import { type Clock, systemClock } from '@stratus/core';
-import type { SqliteDatabase } from '@stratus/sql';
-import { migratePostgresTable } from '@stratus/sql';
+import { migratePostgresTable, migrateSqlite, type SqliteDatabase } from '@stratus/sql';
 import type { Pool, PoolClient } from 'pg';
 import type { HandlerContext, MessageHandler } from '../message-handler.js';
 import type { ReceivedMessage } from '../received-message.js';
@@ -34,14 +33,15 @@ export class SqliteInbox {
     this.database = options.database;
     this.#table = checkTable(options.table ?? 'stratus_inbox');
     this.#clock = options.clock ?? systemClock;
-    this.database.exec(`
-      CREATE TABLE IF NOT EXISTS ${this.#table} (
+    migrateSqlite(this.database, `inbox:${this.#table}`, [
+      `CREATE TABLE IF NOT EXISTS ${this.#table} (
         consumer TEXT NOT NULL,
         message_id TEXT NOT NULL,
         processed_at INTEGER NOT NULL,
         PRIMARY KEY (consumer, message_id)
       ) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS ${this.#table}_processed_at ON ${this.#table} (processed_at);`);
+      CREATE INDEX IF NOT EXISTS ${this.#table}_processed_at ON ${this.#table} (processed_at);`,
+    ]);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '@stratus/core';
-import type { SqliteDatabase } from '@stratus/sql';
+import { migrateSqlite, type SqliteDatabase } from '@stratus/sql';
 import { type Codec, defaultCodec } from '../codec.js';
 import type { MessageToSend } from '../outgoing.js';
 import {
@@ -58,8 +58,8 @@ export class SqliteOutbox implements OutboxStore {
     this.#codec = options.codec ?? defaultCodec;
     this.#clock = options.clock ?? systemClock;
     this.#file = options.database.path === ':memory:' ? `:memory:${Math.random()}` : options.database.path;
-    this.database.exec(`
-      CREATE TABLE IF NOT EXISTS ${table} (
+    migrateSqlite(this.database, `outbox:${table}`, [
+      `CREATE TABLE IF NOT EXISTS ${table} (
         sequence INTEGER PRIMARY KEY AUTOINCREMENT,
         kind TEXT NOT NULL,
         destination TEXT NOT NULL,
@@ -81,7 +81,8 @@ export class SqliteOutbox implements OutboxStore {
         name TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
         expires_at INTEGER NOT NULL
-      );`);
+      );`,
+    ]);
   }
 
   /**
