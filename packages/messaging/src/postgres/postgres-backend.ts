@@ -96,11 +96,11 @@ export class PostgresMessageBackend implements MessageBackend {
     return row?.deleted === true;
   }
 
-  async send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
+  send(queue: string, messages: readonly OutgoingMessage[], now: number): Promise<SendOutcome[]> {
     return this.#grouped.send(queue, messages, now);
   }
 
-  async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
+  receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
     return this.#grouped.receive(queue, request);
   }
 
@@ -120,7 +120,7 @@ export class PostgresMessageBackend implements MessageBackend {
     return byPosition.map((uuid) => (uuid === undefined ? undefined : renewed.get(uuid)));
   }
 
-  async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
+  complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
     return this.#grouped.complete(queue, lockTokens, now);
   }
 
@@ -322,7 +322,7 @@ export class PostgresMessageBackend implements MessageBackend {
     return this.#connection.watch(queue, listener);
   }
 
-  async close(): Promise<void> {
-    await this.#connection.close();
+  close(): Promise<void> {
+    return this.#connection.close();
   }
 }

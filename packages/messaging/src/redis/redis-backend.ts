@@ -284,35 +284,35 @@ export class RedisMessageBackend implements MessageBackend {
     );
   }
 
-  async putTopic(name: string, settings: TopicSettings): Promise<void> {
-    await this.#topics.put(name, settings);
+  putTopic(name: string, settings: TopicSettings): Promise<void> {
+    return this.#topics.put(name, settings);
   }
 
-  async getTopic(name: string): Promise<TopicSettings | undefined> {
+  getTopic(name: string): Promise<TopicSettings | undefined> {
     return this.#topics.get(name);
   }
 
-  async listTopics(): Promise<string[]> {
+  listTopics(): Promise<string[]> {
     return this.#topics.list();
   }
 
-  async deleteTopic(name: string): Promise<boolean> {
+  deleteTopic(name: string): Promise<boolean> {
     return this.#topics.delete(name);
   }
 
-  async subscribe(subscription: Subscription, replay: ReplayFrom, now: number): Promise<void> {
-    await this.#topics.subscribe(subscription, replay, now);
+  subscribe(subscription: Subscription, replay: ReplayFrom, now: number): Promise<void> {
+    return this.#topics.subscribe(subscription, replay, now);
   }
 
-  async unsubscribe(queue: string): Promise<boolean> {
+  unsubscribe(queue: string): Promise<boolean> {
     return this.#topics.unsubscribe(queue);
   }
 
-  async listSubscriptions(): Promise<Subscription[]> {
+  listSubscriptions(): Promise<Subscription[]> {
     return this.#topics.listSubscriptions();
   }
 
-  async publish(topic: string, messages: readonly OutgoingMessage[], now: number): Promise<PublishOutcome[]> {
+  publish(topic: string, messages: readonly OutgoingMessage[], now: number): Promise<PublishOutcome[]> {
     return this.#topics.publish(topic, messages, now);
   }
 

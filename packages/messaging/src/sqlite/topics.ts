@@ -47,10 +47,10 @@ export class SqliteTopics {
     });
   }
 
-  async subscribe(subscription: Subscription, replay: ReplayFrom, now: number): Promise<void> {
+  subscribe(subscription: Subscription, replay: ReplayFrom, now: number): Promise<void> {
     const rows = this.#rows;
     const db = rows.database;
-    await db.transactionAsync(() => {
+    return db.transactionAsync(() => {
       const context = rows.load(subscription.queue);
       db.prepare(SQL.subscribe).run(
         subscription.queue,
