@@ -49,7 +49,7 @@ import {
   type PayloadOffloader,
   type SendOptions,
 } from './outgoing.js';
-import { ReceivedMessage, type ReceiveMoreRequest, type Settler } from './received-message.js';
+import { ReceivedMessage, type ReceiveMoreRequest } from './received-message.js';
 
 /** Reason a consumer or receive gives when a body cannot be decoded. */
 export const DEAD_LETTER_UNDECODABLE = 'undecodable';
@@ -265,8 +265,11 @@ export interface ReceiveOptions {
   signal?: AbortSignal;
 }
 
-/** Producer and receiver of one queue. */
-export class QueueClient<T> implements Settler {
+/**
+ * Producer and receiver of one queue. It settles the messages it hands out as their Settler: no `implements`
+ * clause, since those methods are internal and stripped from the published declarations.
+ */
+export class QueueClient<T> {
   readonly name: string;
   readonly messaging: Messaging;
   readonly #completions: GroupCommit<string, 'ok' | 'lost'>;
@@ -374,7 +377,7 @@ export class QueueClient<T> implements Settler {
         await this.#deadLetterToken(delivery, DEAD_LETTER_UNDECODABLE, description);
         continue;
       }
-      accepted.push(new ReceivedMessage<T>(this.name, body, delivery, this as Settler));
+      accepted.push(new ReceivedMessage<T>(this.name, body, delivery, this));
     }
     return accepted;
   }
