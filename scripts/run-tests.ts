@@ -44,6 +44,9 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+// The bench's tests import its peers, which have an install of their own (made here on first use).
+if (files.some((f) => f.startsWith('bench/'))) (await import('./install-bench.js')).installBench();
+
 // The testkit decides how to get each server (env URL, binaries on PATH) and why not when it cannot; under CI=true
 // a missing server throws here.
 const { startSharedTestServers } = await import('@stratus/testkit');

@@ -92,8 +92,8 @@ async function memoryCases(): Promise<{ cases: BenchCase[]; close: () => Promise
 }
 
 /**
- * bentocache's Redis driver imports ioredis from its own location; in this workspace ioredis is installed per
- * package, not next to bentocache, so the driver may not load. Then the Redis rows are Stratus only, saying why.
+ * bentocache's Redis driver imports ioredis from its own location (bench/package.json gives it the bench's ioredis 6
+ * through an override of its ^5 peer range); should it not load, the Redis rows are Stratus only, saying why.
  */
 async function loadBentoRedisDriver(): Promise<
   { redisDriver: typeof import('bentocache/drivers/redis').redisDriver } | { skip: string }
@@ -158,7 +158,7 @@ async function redisCases(
     skipped.push(`bentocache Redis rows: ${driver.skip}`);
     return cases;
   }
-  // bentocache is typed against the root's ioredis 5 (its peer range); this client is ioredis 6, the same API.
+  // bentocache is typed against ioredis 5 (its peer range); this client is ioredis 6, the same API.
   const bentoClient = (await redis.connect()) as never;
   const bento = new BentoCache({
     default: 'redis',

@@ -134,8 +134,9 @@ async function queueCommand(command: 'queues' | 'dead-letters', args: readonly s
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main(process.argv.slice(2)).then(
+/** Runs `main` as the process: exits with its code, or 2 with the usage text on a usage error. */
+export function runCommand(argv: readonly string[]): void {
+  main(argv).then(
     (code) => process.exit(code),
     (error: unknown) => {
       if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
@@ -147,3 +148,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     },
   );
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) runCommand(process.argv.slice(2));

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import {
   assertObject,
   type Clock,
@@ -6,7 +7,7 @@ import {
   systemClock,
   type Unsubscribe,
 } from '@stratus/core';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { LockWaiters } from './lock-waiters.js';
 import { RedisScript } from './redis-script.js';
 import type { CacheEntry, CacheLock, CacheStore, InvalidationMessage, WriteOptions } from './store.js';
@@ -104,6 +105,14 @@ function decodeEntry(text: string, codec: ValueCodec): CacheEntry | undefined {
   return { value: codec.decode(text.slice(newline + 1)), freshUntil, staleUntil };
 }
 
+// ioredis is an optional peer, loaded only when the store opens a client of its own: the package imports without it.
+const require = createRequire(import.meta.url);
+
+function openClient(url: string): Redis {
+  const { Redis } = require('ioredis') as typeof import('ioredis');
+  return new Redis(url, { lazyConnect: false });
+}
+
 function looksLikeIoredis(client: unknown): client is Redis {
   const c = client as Record<string, unknown> | null;
   return (
@@ -151,7 +160,7 @@ export class RedisCacheStore implements CacheStore {
     if (typeof codec?.encode !== 'function' || typeof codec.decode !== 'function')
       throw new InvalidOptionsError('codec', 'expected { encode, decode } functions');
     this.#ownsClient = options.client === undefined;
-    this.#client = options.client ?? new Redis(options.url as string, { lazyConnect: false });
+    this.#client = options.client ?? openClient(options.url as string);
     if (this.#ownsClient) this.#client.on('error', () => {});
     this.#prefix = prefix;
     this.#channel = `${prefix}bus`;

@@ -14,7 +14,7 @@ import { InvalidMessageError, MessageDecodeError, MessageLockLostError } from '.
 import type { MessageDeadLetteredEvent } from './events.js';
 import type { MessagingContext } from './messaging-context.js';
 import type { MessageToSend, SendOptions } from './outgoing.js';
-import { ReceivedMessage, type ReceiveMoreRequest, type Settler } from './received-message.js';
+import { ReceivedMessage, type ReceiveMoreRequest } from './received-message.js';
 import { dueIn, WakeUp } from './wake-up.js';
 
 /** Reason a consumer or receive gives when a body cannot be decoded. */
@@ -30,8 +30,11 @@ export interface ReceiveOptions {
   signal?: AbortSignal;
 }
 
-/** Producer and receiver of one queue. */
-export class QueueClient<T> implements Settler {
+/**
+ * Producer and receiver of one queue. It settles the messages it hands out as their Settler: no `implements`
+ * clause, since those methods are internal and stripped from the published declarations.
+ */
+export class QueueClient<T> {
   readonly name: string;
   readonly messaging: MessagingContext;
   readonly #completions: GroupCommit<string, 'ok' | 'lost'>;
@@ -137,7 +140,7 @@ export class QueueClient<T> implements Settler {
         await this.#deadLetterToken(delivery, DEAD_LETTER_UNDECODABLE, description);
         continue;
       }
-      accepted.push(new ReceivedMessage<T>(this.name, body, delivery, this as Settler));
+      accepted.push(new ReceivedMessage<T>(this.name, body, delivery, this));
     }
     return accepted;
   }
