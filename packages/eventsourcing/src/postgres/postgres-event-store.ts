@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
-import { assertInteger, assertObject, InvalidOptionsError, type Unsubscribe } from '@stratus/core';
+import type { Unsubscribe } from '@stratus/core';
 import {
-  assertSchemaName,
+  checkPostgresConnection,
   GroupCommit,
   migratePostgres,
   NotificationListener,
+  type OwnPool,
+  openOwnPool,
+  type PostgresConnectionOptions,
   postgresTypes,
 } from '@stratus/sql';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
@@ -24,16 +27,7 @@ import {
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
 import { eventStoreMigrations } from './schema.js';
 
-export interface PostgresEventStoreBackendOptions {
-  /** Your pg Pool: the store never ends it. The LISTEN connection for `watch` is taken from it. */
-  readonly pool?: Pool;
-  /** Or a connection string: the store creates its own pool and ends it on close. */
-  readonly connectionString?: string;
-  /** Connections of the pool created from `connectionString`; default 10. */
-  readonly poolSize?: number;
-  /** Schema holding the tables and functions, created and migrated on first use; default 'stratus'. */
-  readonly schema?: string;
-}
+export type PostgresEventStoreBackendOptions = PostgresConnectionOptions;
 
 const MODES = { any: 1, 'no-stream': 2, 'stream-exists': 3 } as const;
 const APPENDED = 0;
@@ -105,7 +99,7 @@ function int4Key(name: string): number {
 export class PostgresEventStoreBackend implements EventStoreBackend {
   readonly kind = 'postgres';
   readonly schema: string;
-  readonly #ownPool: { readonly connectionString: string; readonly max: number } | undefined;
+  readonly #ownPool: OwnPool | undefined;
   #pool: Pool | undefined;
   #ready: Promise<Pool> | undefined;
   readonly #listener: NotificationListener;
@@ -118,21 +112,8 @@ export class PostgresEventStoreBackend implements EventStoreBackend {
   #closed = false;
 
   constructor(options: PostgresEventStoreBackendOptions) {
-    assertObject('options', options as unknown);
-    const { pool, connectionString, poolSize = 10, schema = 'stratus' } = options;
-    if ((pool === undefined) === (connectionString === undefined)) {
-      throw new InvalidOptionsError('pool', 'give either a pg Pool or a connectionString');
-    }
-    if (pool !== undefined && typeof (pool as { query?: unknown }).query !== 'function') {
-      throw new InvalidOptionsError('pool', 'expected a pg Pool');
-    }
-    if (connectionString !== undefined && typeof connectionString !== 'string') {
-      throw new InvalidOptionsError('connectionString', 'expected a string');
-    }
-    assertInteger('poolSize', poolSize, 1);
-    assertSchemaName('schema', schema);
-    this.#ownPool =
-      pool === undefined ? { connectionString: connectionString as string, max: poolSize } : undefined;
+    const { pool, ownPool, schema } = checkPostgresConnection(options);
+    this.#ownPool = ownPool;
     this.#pool = pool;
     this.schema = schema;
     this.#sql = statements(schema);
@@ -358,10 +339,7 @@ export class PostgresEventStoreBackend implements EventStoreBackend {
   async #open(): Promise<Pool> {
     let pool = this.#pool;
     if (pool === undefined) {
-      const { default: pg } = await import('pg');
-      pool = new pg.Pool(this.#ownPool);
-      // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
-      pool.on('error', () => {});
+      pool = await openOwnPool(this.#ownPool as OwnPool);
       this.#pool = pool;
     }
     await migratePostgres(

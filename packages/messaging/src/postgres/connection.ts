@@ -1,8 +1,14 @@
 // The PostgreSQL backend's link to the server: the pool, migrating on first use, queries, and LISTEN for watchers.
-import { migratePostgres, NotificationListener, postgresTypes } from '@stratus/sql';
+import {
+  type CheckedPostgresConnection,
+  migratePostgres,
+  NotificationListener,
+  type OwnPool,
+  openOwnPool,
+  postgresTypes,
+} from '@stratus/sql';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { UnknownQueueError } from '../errors.js';
-import type { OwnPool, PostgresBackendSetup } from './options.js';
 import { channelOf, migrations, UNKNOWN_QUEUE_SQLSTATE } from './schema.js';
 
 export class PostgresConnection {
@@ -14,7 +20,7 @@ export class PostgresConnection {
   readonly #listener: NotificationListener;
   #closed = false;
 
-  constructor(setup: PostgresBackendSetup) {
+  constructor(setup: CheckedPostgresConnection) {
     this.#ownPool = setup.ownPool;
     this.#pool = setup.pool;
     this.schema = setup.schema;
@@ -72,10 +78,7 @@ export class PostgresConnection {
     if (this.#closed) throw new Error('The PostgreSQL message backend is closed');
     let pool = this.#pool;
     if (pool === undefined) {
-      const { default: pg } = await import('pg');
-      pool = new pg.Pool(this.#ownPool);
-      // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
-      pool.on('error', () => {});
+      pool = await openOwnPool(this.#ownPool as OwnPool);
       this.#pool = pool;
     }
     await migratePostgres(pool, this.schema, 'messaging', migrations(this.schema), 'migrations');

@@ -1,3 +1,4 @@
+import { checkPostgresConnection } from '@stratus/sql';
 import type {
   DeadLetter,
   DeadLetterQuery,
@@ -21,7 +22,7 @@ import { UnknownTopicError } from '../errors.js';
 import { PostgresConnection, sqlState } from './connection.js';
 import { GroupedOperations } from './grouped-operations.js';
 import { LOCK_TOKEN, parseTokens } from './lock-tokens.js';
-import { type PostgresMessageBackendOptions, setUpPostgresBackend } from './options.js';
+import type { PostgresMessageBackendOptions } from './options.js';
 import {
   type DeliveredRow,
   type ListedRow,
@@ -54,7 +55,7 @@ export class PostgresMessageBackend implements MessageBackend {
   readonly #sql: Statements;
 
   constructor(options: PostgresMessageBackendOptions) {
-    const setup = setUpPostgresBackend(options);
+    const setup = checkPostgresConnection(options);
     this.schema = setup.schema;
     this.#sql = statements(setup.schema);
     this.#connection = new PostgresConnection(setup);
