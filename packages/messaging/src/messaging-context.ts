@@ -15,8 +15,14 @@ export interface MessagingContext {
   readonly offloader: PayloadOffloader | undefined;
   /** Events of every consumer. */
   readonly events: EventEmitter<ConsumerEvent>;
-  /** Queue settings, cached for a while, read under the transient retry; throws UnknownQueueError. */
+  /**
+   * Queue settings, cached for a while, read under the transient retry; throws UnknownQueueError.
+   * @internal
+   */
   settingsOf(queue: string): Promise<QueueSettings>;
-  /** Runs a backend call under the transient-failure retry. */
+  /**
+   * Runs a backend call under the transient-failure retry.
+   * @internal
+   */
   withRetry<R>(operation: () => Promise<R>): Promise<R>;
 }

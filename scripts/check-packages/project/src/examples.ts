@@ -53,7 +53,7 @@ const examples: Record<string, () => Promise<string>> = {
   },
 
   async messaging() {
-    const bus = new messaging.Messaging({ backend: messaging.memoryMessageBackend() });
+    const bus = new messaging.Messaging({ backend: new messaging.MemoryMessageBackend() });
     await bus.createQueue('orders');
     await bus.queue('orders').send({ orderId: 42 });
     const received = new Promise<number>((resolve) => {
@@ -66,7 +66,7 @@ const examples: Record<string, () => Promise<string>> = {
   },
 
   async data() {
-    const cache = data.cacheAside({ store: data.memoryCacheStore() });
+    const cache = data.cacheAside({ store: new data.MemoryCacheStore() });
     let loads = 0;
     const load = async () => ++loads;
     const values = await Promise.all([cache.getOrLoad('k', load), cache.getOrLoad('k', load)]);
@@ -77,7 +77,7 @@ const examples: Record<string, () => Promise<string>> = {
   },
 
   async eventsourcing() {
-    const store = new eventsourcing.EventStore({ backend: new eventsourcing.MemoryEventStore() });
+    const store = new eventsourcing.EventStore({ backend: new eventsourcing.MemoryEventStoreBackend() });
     await store.appendToStream('order-1', [{ type: 'OrderPlaced', data: { seats: 2 } }]);
     await store.appendToStream('order-1', [{ type: 'OrderConfirmed', data: {} }], { expectedVersion: 1 });
     const events = await store.readStream('order-1');
