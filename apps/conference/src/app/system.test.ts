@@ -237,11 +237,17 @@ function scenarios(deploy: Deploy): void {
         conferenceId,
         seats: [{ seatTypeId: general, quantity: 5 }],
       });
-      const partial = await orderIn(system, orderId, 'partiallyReserved');
-      assert.deepEqual(
-        partial?.lines.map((line) => [line.requested, line.reserved, line.lineTotalCents]),
-        [[5, 3, 3 * 19_900]],
-      );
+      // The order's events (partially reserved, then the new totals) are one append, but the view may apply them in
+      // two batches, so a read between them sees the old total (CI on Node 22 saw 99,500): wait for both.
+      const lines = (order: OrderView | undefined) =>
+        order?.lines.map((line) => [line.requested, line.reserved, line.lineTotalCents]);
+      const partial = await system.waitFor(async () => {
+        const order = await system.queries.order(orderId);
+        return order?.status === 'partiallyReserved' && order.lines[0]?.lineTotalCents !== 5 * 19_900
+          ? order
+          : undefined;
+      }, 10_000);
+      assert.deepEqual(lines(partial), [[5, 3, 3 * 19_900]]);
       const expired = await orderIn(system, orderId, 'expired');
       assert.ok(expired, 'the process expired the order after window + grace');
       const released = await system.waitFor(async () => {
