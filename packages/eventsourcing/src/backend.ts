@@ -123,6 +123,43 @@ export interface StoredSnapshot {
   readonly takenAt: number;
 }
 
+/** Why an event was parked: its handler kept failing, or an earlier parked event shares one of its keys. */
+export type ParkedReason = 'failed' | 'blocked';
+
+/**
+ * An event a subscription (or projection) set aside so the others could go on: see SubscriptionOptions.onPoison.
+ * It stays until retried successfully or skipped.
+ */
+export interface ParkedEvent {
+  /** The subscription's name (a projection's is `projection:<name>@<version>`). */
+  readonly subscription: string;
+  readonly position: number;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly streamName: string;
+  /** Its ordering keys: later events sharing one are parked behind it ('blocked') while it is. */
+  readonly keys: readonly string[];
+  readonly reason: ParkedReason;
+  /** The last error's message ('' when blocked). */
+  readonly error: string;
+  /** Attempts made at it, retries included. */
+  readonly attempts: number;
+  /** Epoch ms when it was last parked. */
+  readonly parkedAt: number;
+  /** An operator asked for it to be handled again; the subscription does so on its next pass. */
+  readonly retryRequested: boolean;
+}
+
+export interface ListParkedQuery {
+  /** Parked events after this position (for paging); default 0. */
+  readonly after?: number;
+  /** Default 1000. */
+  readonly limit?: number;
+}
+
+/** Which parked events of a subscription an operation applies to. */
+export type ParkedSelection = readonly number[] | 'all';
+
 export interface EventStoreBackend {
   readonly kind: string;
   /** Throws WrongExpectedVersionError or DuplicateEventIdError, having written nothing. */
@@ -139,6 +176,17 @@ export interface EventStoreBackend {
   /** Named positions of subscriptions and projections. */
   loadCheckpoint(name: string): Promise<number | undefined>;
   storeCheckpoint(name: string, position: number): Promise<void>;
+
+  /** Stores parked events, replacing any of the same subscription and position. */
+  parkEvents(events: readonly ParkedEvent[]): Promise<void>;
+  /** A subscription's parked events in position order. */
+  listParked(subscription: string, query?: ListParkedQuery): Promise<ParkedEvent[]>;
+  /** Deletes parked events; resolves with how many there were. */
+  removeParked(subscription: string, selection: ParkedSelection): Promise<number>;
+  /** Marks parked events for a retry; resolves with how many it marked. */
+  requestParkedRetry(subscription: string, selection: ParkedSelection): Promise<number>;
+  /** How many events each subscription has parked (subscriptions with none are left out). */
+  countParked(): Promise<Record<string, number>>;
 
   loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined>;
   storeSnapshot(snapshot: StoredSnapshot): Promise<void>;

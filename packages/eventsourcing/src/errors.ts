@@ -78,3 +78,20 @@ export class EventStoreClosedError extends StratusError {
     super('ERR_STRATUS_EVENT_STORE_CLOSED', 'The event store is closed');
   }
 }
+
+/** A subscription with `onPoison: 'stop'` stopped: its handler failed on one event `attempts` times. */
+export class PoisonEventError extends StratusError {
+  readonly subscription: string;
+  readonly position: number;
+  readonly attempts: number;
+  constructor(subscription: string, position: number, attempts: number, cause: unknown) {
+    super(
+      'ERR_STRATUS_POISON_EVENT',
+      `Subscription "${subscription}" stopped: its handler failed ${attempts} times on the event at position ${position}`,
+      { cause },
+    );
+    this.subscription = subscription;
+    this.position = position;
+    this.attempts = attempts;
+  }
+}

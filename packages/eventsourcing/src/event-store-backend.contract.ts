@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { EventStoreBackend, EventToStore, RecordedEvent } from './backend.js';
+import type { EventStoreBackend, EventToStore, ParkedEvent, RecordedEvent } from './backend.js';
 import { DuplicateEventIdError, WrongExpectedVersionError } from './errors.js';
 
 /**
@@ -401,6 +401,73 @@ export function eventStoreBackendContract(label: string, open: () => Promise<Eve
         const newer = { ...snapshot, version: 9, state: '{"total":9}', schemaVersion: 2, takenAt: T0 + 1 };
         await store.storeSnapshot(newer);
         assert.deepEqual(await store.loadSnapshot(streamName), newer);
+      });
+    });
+
+    describe('parked events', () => {
+      const parked = (
+        subscription: string,
+        position: number,
+        extra: Partial<ParkedEvent> = {},
+      ): ParkedEvent => ({
+        subscription,
+        position,
+        eventId: `e-${position}`,
+        eventType: 'OrderPlaced',
+        streamName: `order-${position}`,
+        keys: [`order-${position}`, 'tenant-ä'],
+        reason: 'failed',
+        error: 'TypeError: boom 💥',
+        attempts: 10,
+        parkedAt: T0 + position,
+        retryRequested: false,
+        ...extra,
+      });
+
+      it('stores, replaces, lists in position order and pages them', async () => {
+        const name = `parking-${++counter}`;
+        assert.deepEqual(await store.listParked(name), []);
+        await store.parkEvents([
+          parked(name, 30),
+          parked(name, 7),
+          parked(name, 12, { reason: 'blocked', error: '' }),
+        ]);
+        await store.parkEvents([parked(name, 7, { attempts: 11, error: 'again', parkedAt: T0 + 99 })]);
+        assert.deepEqual(await store.listParked(name), [
+          parked(name, 7, { attempts: 11, error: 'again', parkedAt: T0 + 99 }),
+          parked(name, 12, { reason: 'blocked', error: '' }),
+          parked(name, 30),
+        ]);
+        assert.deepEqual(
+          (await store.listParked(name, { after: 7, limit: 1 })).map((p) => p.position),
+          [12],
+        );
+        assert.deepEqual(await store.listParked(`${name}-other`), []);
+      });
+
+      it('marks some or all for a retry, removes some or all, and counts them per subscription', async () => {
+        const name = `parking-${++counter}`;
+        const other = `parking-${++counter}`;
+        await store.parkEvents([parked(name, 1), parked(name, 2), parked(name, 3), parked(other, 1)]);
+        assert.equal(await store.requestParkedRetry(name, [2, 99]), 1);
+        assert.deepEqual(
+          (await store.listParked(name)).map((p) => p.retryRequested),
+          [false, true, false],
+        );
+        assert.equal(await store.requestParkedRetry(name, 'all'), 3);
+        assert.ok((await store.listParked(name)).every((p) => p.retryRequested));
+        const counts = await store.countParked();
+        assert.equal(counts[name], 3);
+        assert.equal(counts[other], 1);
+        assert.equal(await store.removeParked(name, [1, 3, 4]), 2);
+        assert.deepEqual(
+          (await store.listParked(name)).map((p) => p.position),
+          [2],
+        );
+        assert.equal(await store.removeParked(name, 'all'), 1);
+        assert.equal((await store.countParked())[name], undefined);
+        assert.equal((await store.listParked(other)).length, 1);
+        assert.equal(await store.removeParked(name, 'all'), 0);
       });
     });
 

@@ -12,7 +12,10 @@ import type {
   EventStoreBackend,
   EventToStore,
   ExpectedVersion,
+  ListParkedQuery,
   ListStreamsQuery,
+  ParkedEvent,
+  ParkedSelection,
   ReadAllQuery,
   ReadStreamQuery,
   RecordedEvent,
@@ -20,6 +23,7 @@ import type {
 } from './backend.js';
 import { InvalidEventError, InvalidStreamNameError, WrongExpectedVersionError } from './errors.js';
 import type { EventTypes } from './event-types.js';
+import { assertParkedSelection } from './parking.js';
 import { Subscription, type SubscriptionOptions } from './subscription.js';
 
 /** An event to append. */
@@ -307,6 +311,39 @@ export class EventStore {
     return new Subscription(this, options);
   }
 
+  /**
+   * The events a subscription (or a projection, `projection:<name>@<version>`) has parked, in position order: for
+   * an operator or a tool in another process than the subscription's.
+   */
+  parked(subscription: string, query: ListParkedQuery = {}): Promise<ParkedEvent[]> {
+    checkName('subscription', subscription);
+    if (query.after !== undefined) checkWhole('after', query.after, 0);
+    if (query.limit !== undefined) checkWhole('limit', query.limit, 1);
+    return this.backend.listParked(subscription, query);
+  }
+
+  /**
+   * Asks a subscription to handle parked events again, in order (it does at its next look, within its poll
+   * interval); resolves with how many were marked.
+   */
+  retryParked(subscription: string, selection: ParkedSelection = 'all'): Promise<number> {
+    checkName('subscription', subscription);
+    assertParkedSelection(selection);
+    return this.backend.requestParkedRetry(subscription, selection);
+  }
+
+  /** Drops parked events without handling them; resolves with how many were dropped. */
+  skipParked(subscription: string, selection: ParkedSelection = 'all'): Promise<number> {
+    checkName('subscription', subscription);
+    assertParkedSelection(selection);
+    return this.backend.removeParked(subscription, selection);
+  }
+
+  /** How many events each subscription has parked (those with none are left out). */
+  parkedCounts(): Promise<Record<string, number>> {
+    return this.backend.countParked();
+  }
+
   close(): Promise<void> {
     return this.backend.close();
   }
@@ -321,6 +358,11 @@ function checkWhole(option: string, value: unknown, min: number): void {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
     throw new InvalidOptionsError(option, `expected an integer >= ${min}`);
   }
+}
+
+function checkName(option: string, value: unknown): void {
+  if (typeof value !== 'string' || value.length === 0)
+    throw new InvalidOptionsError(option, 'expected a non-empty string');
 }
 
 function checkExpectedVersionOption(expected: unknown): void {

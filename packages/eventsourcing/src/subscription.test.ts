@@ -149,6 +149,106 @@ describe('Subscription', () => {
     await subscription.stop();
   });
 
+  it('parks an event after maxAttempts tries spaced by the backoff, and goes on', async () => {
+    const { store, clock } = openStore();
+    await append(store, 'a-1', 1, 2);
+    await append(store, 'b-1', 3);
+    const seen: unknown[] = [];
+    const events: SubscriptionEvent[] = [];
+    // No name: the parked event is kept in memory, for as long as the subscription runs.
+    const subscription = store.subscribe({
+      retryBackoff: constantBackoff(1000),
+      maxAttempts: 3,
+      handler: (event) => {
+        if (event.data === 1) throw new Error('bad');
+        seen.push(event.data);
+      },
+    });
+    subscription.events.on((event) => events.push(event));
+    const failures = () => events.filter((e) => e.type === 'handler-failed').length;
+    await waitUntil(() => failures() === 1, 'the first attempt fails');
+    await clock.advance(999);
+    assert.equal(failures(), 1, 'the next attempt waits for the backoff');
+    await clock.advance(1);
+    await waitUntil(() => failures() === 2, 'the second attempt fails');
+    assert.equal(subscription.failingAttempts, 2);
+    await clock.advance(1000);
+    await subscription.caughtUp;
+    assert.deepEqual(seen, [3], "a-1's second event waits behind the parked one; b-1 goes on");
+    assert.equal(subscription.parkedCount, 2);
+    assert.equal(subscription.failingAttempts, 0);
+    assert.deepEqual(
+      events
+        .filter((e) => e.type === 'event-parked')
+        .map((e) => e.type === 'event-parked' && [e.position, e.reason]),
+      [
+        [1, 'failed'],
+        [2, 'blocked'],
+      ],
+    );
+    assert.deepEqual(await store.parkedCounts(), {}, 'nothing is stored for an unnamed subscription');
+    await subscription.stop();
+  });
+
+  it('finds the poison event of a failing batch by handling the batch one event at a time', async () => {
+    const { store } = openStore();
+    await append(store, 'a-1', 1, 2, 3);
+    await append(store, 'b-1', 4, 5);
+    const batches: unknown[][] = [];
+    const subscription = store.subscribe({
+      name: 'batches',
+      maxAttempts: 2,
+      retryBackoff: constantBackoff(0),
+      handleBatch: (events) => {
+        const values = events.map((e) => e.data);
+        if (values.includes(2)) throw new Error('bad');
+        batches.push(values);
+      },
+    });
+    await subscription.caughtUp;
+    // Two failed attempts at [1..5], then one event at a time: 2 fails twice and is parked, 3 waits behind it.
+    assert.deepEqual(batches, [[1], [4], [5]]);
+    assert.deepEqual(
+      (await subscription.parked()).map((p) => [p.position, p.reason, p.attempts]),
+      [
+        [2, 'failed', 2],
+        [3, 'blocked', 0],
+      ],
+    );
+    await append(store, 'b-1', 6, 7);
+    await waitUntil(() => batches.length === 4, 'later batches are whole again');
+    assert.deepEqual(batches[3], [6, 7]);
+    await subscription.stop();
+  });
+
+  it('orders by the keys keysOf gives, across streams', async () => {
+    const { store } = openStore();
+    await store.appendToStream('order-1', [{ type: 'N', data: { customer: 'c1', n: 1 } }]);
+    await store.appendToStream('payment-1', [{ type: 'N', data: { customer: 'c1', n: 2 } }]);
+    await store.appendToStream('order-2', [{ type: 'N', data: { customer: 'c2', n: 3 } }]);
+    const seen: number[] = [];
+    const subscription = store.subscribe({
+      name: 'by-customer',
+      maxAttempts: 1,
+      keysOf: (event) => (event.data as { customer: string }).customer,
+      handler: (event) => {
+        const { n } = event.data as { n: number };
+        if (n === 1) throw new Error('bad');
+        seen.push(n);
+      },
+    });
+    await subscription.caughtUp;
+    assert.deepEqual(seen, [3], "c1's payment waits behind its order, though in another stream");
+    assert.deepEqual(
+      (await subscription.parked()).map((p) => [p.streamName, p.keys]),
+      [
+        ['order-1', ['c1']],
+        ['payment-1', ['c1']],
+      ],
+    );
+    await subscription.stop();
+  });
+
   it('refuses bad options', () => {
     const { store } = openStore();
     const handler = () => {};
@@ -158,5 +258,11 @@ describe('Subscription', () => {
     assert.throws(() => store.subscribe({ handler, batchSize: 0 }), /batchSize/);
     assert.throws(() => store.subscribe({ handler, from: { after: -1 } }), /from/);
     assert.throws(() => store.subscribe({ handler, name: '' }), /name/);
+    assert.throws(() => store.subscribe({ handler, maxAttempts: 0 }), /maxAttempts/);
+    assert.throws(() => store.subscribe({ handler, onPoison: 'ignore' as never }), /onPoison/);
+    assert.throws(() => store.subscribe({ handler, keysOf: 'stream' as never }), /keysOf/);
+    assert.throws(() => store.retryParked('', 'all'), /subscription/);
+    assert.throws(() => store.skipParked('s', [0]), /selection/);
+    assert.throws(() => store.skipParked('s', 'some' as never), /selection/);
   });
 });

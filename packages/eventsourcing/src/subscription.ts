@@ -11,8 +11,13 @@ import {
   type TimerHandle,
   type Unsubscribe,
 } from '@stratus/core';
-import type { RecordedEvent } from './backend.js';
+import type { ParkedEvent, ParkedReason, ParkedSelection, RecordedEvent } from './backend.js';
+import { PoisonEventError } from './errors.js';
 import type { EventStore } from './event-store.js';
+import { MemoryParkedEvents } from './memory/memory-parked-events.js';
+import { assertParkedSelection, Parking } from './parking.js';
+
+const DEFAULT_BACKOFF = exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
 
 export interface SubscriptionOptions<E extends RecordedEvent = RecordedEvent> {
   /**
@@ -45,6 +50,21 @@ export interface SubscriptionOptions<E extends RecordedEvent = RecordedEvent> {
   readonly checkpointEveryMs?: number;
   /** Delays between retries after the handler throws (the event is retried, then the ones after it); default exponential from 100 ms up to 30 s. */
   readonly retryBackoff?: Backoff;
+  /**
+   * Attempts at one event before it counts as poison; default 10 (about 50 s of retries with the default backoff).
+   * A batch that fails this often is handled again one event at a time, to find the event at fault.
+   */
+  readonly maxAttempts?: number;
+  /**
+   * What becomes of a poison event. 'park' (default): it is stored aside with its error (listed, retried and skipped
+   * through `parked()`, `retryParked()`, `skipParked()`, or the store's methods of the same names from another
+   * process), an `event-parked` event is emitted, and the subscription goes on; later events sharing one of its
+   * ordering keys are parked behind it, so each key keeps its order. 'stop': the subscription stops and `done`
+   * rejects with PoisonEventError.
+   */
+  readonly onPoison?: 'park' | 'stop';
+  /** The ordering keys of an event: events of one key are handled in order even when one is parked. Default its stream. */
+  readonly keysOf?: (event: E) => string | readonly string[];
 }
 
 type SubscriptionEventDetail =
@@ -55,7 +75,18 @@ type SubscriptionEventDetail =
       readonly error: unknown;
       readonly attempt: number;
     }
-  | { readonly type: 'checkpointed'; readonly position: number };
+  | { readonly type: 'checkpointed'; readonly position: number }
+  | {
+      readonly type: 'event-parked';
+      readonly position: number;
+      readonly streamName: string;
+      readonly reason: ParkedReason;
+      readonly attempts: number;
+      /** The error's text as stored ('' when blocked behind another parked event). */
+      readonly error: string;
+    }
+  | { readonly type: 'parked-event-handled'; readonly position: number }
+  | { readonly type: 'stopped'; readonly error: unknown };
 
 export type SubscriptionEvent = StratusEvent & {
   readonly component: 'subscription';
@@ -64,14 +95,15 @@ export type SubscriptionEvent = StratusEvent & {
 /**
  * A catch-up subscription: reads every event after its checkpoint, then follows new appends live. At least once:
  * the checkpoint is stored after each batch, so a crash replays at most one batch; handlers should be idempotent
- * (or store the position with their own writes, as projections do).
+ * (or store the position with their own writes, as projections do). An event the handler keeps failing on is parked
+ * (see `onPoison`) so that one bad event never holds up the others.
  */
 export class Subscription<E extends RecordedEvent = RecordedEvent> {
   readonly name: string;
   readonly events = new EventEmitter<SubscriptionEvent>();
   /** Resolves when the subscription first reaches the end of the log. */
   readonly caughtUp: Promise<void>;
-  /** Settles when the subscription stops (rejects only if it could not start or read). */
+  /** Settles when the subscription stops (rejects if it could not start or read, or on a poison event with 'stop'). */
   readonly done: Promise<void>;
   #position = 0;
   #stopped = false;
@@ -79,9 +111,18 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
   /** An append was signalled since the last read. */
   #appended = false;
   #timer: TimerHandle | undefined;
+  /** Consecutive failed attempts at the current event or batch. */
+  #attempt = 0;
+  #previousDelay = 0;
+  /** Batches up to this position are handled one event at a time (a batch failed maxAttempts times). */
+  #isolateThrough = 0;
+  /** When to look at the parked events again (retries asked for, skips from another process). */
+  #parkedCheckAt = 0;
+  readonly #parking: Parking<E>;
   readonly #store: EventStore;
   readonly #clock: Clock;
   readonly #options: SubscriptionOptions<E>;
+  readonly #maxAttempts: number;
   #reachedEnd!: () => void;
 
   constructor(store: EventStore, options: SubscriptionOptions<E>) {
@@ -105,10 +146,29 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     assertDuration('pollIntervalMs', pollIntervalMs, { allowZero: false });
     assertDuration('checkpointEveryMs', checkpointEveryMs);
     if (options.appendDelayMs !== undefined) assertDuration('appendDelayMs', options.appendDelayMs);
+    this.#maxAttempts = options.maxAttempts ?? 10;
+    assertInteger('maxAttempts', this.#maxAttempts, 1);
+    if (options.onPoison !== undefined && options.onPoison !== 'park' && options.onPoison !== 'stop')
+      throw new InvalidOptionsError('onPoison', "expected 'park' or 'stop'");
+    if (options.keysOf !== undefined) assertFunction('keysOf', options.keysOf);
     this.#store = store;
     this.#clock = store.clock;
     this.#options = options;
     this.name = options.name ?? 'anonymous';
+    // Without a name nothing is stored, parked events included: they last as long as the subscription.
+    this.#parking = new Parking<E>({
+      subscription: this.name,
+      store: options.name === undefined ? new MemoryParkedEvents() : store.backend,
+      clock: this.#clock,
+      keysOf: options.keysOf,
+      read: async (position) => {
+        const [event] = await store.readAll<E>({ after: position - 1, maxCount: 1 });
+        return event?.globalPosition === position ? event : undefined;
+      },
+      onParked: ({ position, streamName, reason, attempts, error }) =>
+        this.#emit({ type: 'event-parked', position, streamName, reason, attempts, error }),
+      onHandled: ({ position }) => this.#emit({ type: 'parked-event-handled', position }),
+    });
     this.caughtUp = new Promise((resolve) => {
       this.#reachedEnd = resolve;
     });
@@ -122,6 +182,37 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     return this.#position;
   }
 
+  /** How many events are parked (as of the subscription's last look at them). */
+  get parkedCount(): number {
+    return this.#parking.count;
+  }
+
+  /** Consecutive failed attempts at the event (or batch) in hand: 0 while the handler succeeds. */
+  get failingAttempts(): number {
+    return this.#attempt;
+  }
+
+  /** The parked events, in position order. */
+  parked(): Promise<ParkedEvent[]> {
+    return this.#parking.load();
+  }
+
+  /** Asks for parked events (default all) to be handled again, in order; resolves with how many were marked. */
+  async retryParked(selection: ParkedSelection = 'all'): Promise<number> {
+    assertParkedSelection(selection);
+    const marked = await this.#parking.requestRetry(selection);
+    this.#lookAtParkedNow();
+    return marked;
+  }
+
+  /** Drops parked events (default all) without handling them; resolves with how many were dropped. */
+  async skipParked(selection: ParkedSelection = 'all'): Promise<number> {
+    assertParkedSelection(selection);
+    const removed = await this.#parking.skip(selection);
+    this.#lookAtParkedNow();
+    return removed;
+  }
+
   /** Stops after the event being handled (if any); resolves when it has stopped. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -130,25 +221,16 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
   }
 
   async #run(): Promise<void> {
-    const {
-      name,
-      from = 'start',
-      batchSize = 500,
-      handler,
-      handleBatch,
-      checkpointEveryMs = 0,
-    } = this.#options;
-    const backoff = this.#options.retryBackoff ?? exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
+    const { name, from = 'start', batchSize = 500, checkpointEveryMs = 0 } = this.#options;
     const stored = name === undefined ? undefined : await this.#store.backend.loadCheckpoint(name);
     this.#position =
       stored ?? (from === 'start' ? 0 : from === 'end' ? await this.#store.headPosition() : from.after);
+    await this.#parking.load();
     let dirty = false;
     const stopWatching: Unsubscribe = await this.#store.backend.watch(() => {
       this.#appended = true;
       this.#wake?.();
     });
-    let attempt = 0;
-    let previousDelay = 0;
     // The checkpoint write of a batch overlaps the read of the next one: at most one in flight, stored in order.
     let saving: Promise<void> = Promise.resolve();
     let savedAt = Number.NEGATIVE_INFINITY;
@@ -162,6 +244,13 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     };
     try {
       while (!this.#stopped) {
+        if (this.#parking.count > 0 && this.#clock.now() >= this.#parkedCheckAt) {
+          this.#parkedCheckAt = this.#clock.now() + (this.#options.pollIntervalMs ?? 1000);
+          await this.#parking.retry(
+            (event) => this.#handle([event]),
+            () => this.#stopped,
+          );
+        }
         this.#appended = false;
         const batch = await this.#store.readAll<E>({
           after: this.#position,
@@ -183,33 +272,80 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
           if (this.#appended && delay > 0) await this.#idle(delay, false);
           continue;
         }
-        // One unit per event, or the whole batch: the position moves past a unit once it is handled.
-        const units = handleBatch === undefined ? batch.map((event) => [event]) : [batch];
-        for (const unit of units) {
-          if (this.#stopped) break;
-          const last = unit[unit.length - 1] as E;
-          try {
-            if (handleBatch === undefined) await (handler as NonNullable<typeof handler>)(last);
-            else await handleBatch(unit);
-          } catch (error) {
-            attempt++;
-            this.#emit({ type: 'handler-failed', position: (unit[0] as E).globalPosition, error, attempt });
-            previousDelay = backoff.delay(attempt, previousDelay);
-            await this.#idle(previousDelay, false);
-            break;
-          }
-          attempt = 0;
-          previousDelay = 0;
-          this.#position = last.globalPosition;
+        for (const unit of this.#units(batch)) {
+          if (this.#stopped || !(await this.#handleUnit(unit))) break;
+          this.#position = (unit[unit.length - 1] as E).globalPosition;
           dirty = true;
         }
         if (dirty && this.#clock.now() - savedAt >= checkpointEveryMs) await save();
       }
       if (dirty) await save();
       await saving;
+    } catch (error) {
+      this.#emit({ type: 'stopped', error });
+      throw error;
     } finally {
       stopWatching();
     }
+  }
+
+  /** One unit per event, or the whole batch: the position moves past a unit once it is handled (or parked). */
+  #units(batch: readonly E[]): (readonly E[])[] {
+    const perEvent =
+      this.#options.handleBatch === undefined || (batch[0] as E).globalPosition <= this.#isolateThrough;
+    return perEvent ? batch.map((event) => [event]) : [batch];
+  }
+
+  /**
+   * Handles a unit, parking the events that wait behind a parked one; false when it failed and is to be read again
+   * after the backoff. Throws PoisonEventError when it failed for the last time and `onPoison` is 'stop'.
+   */
+  async #handleUnit(unit: readonly E[]): Promise<boolean> {
+    const runnable = await this.#parking.parkBlocked(unit);
+    if (runnable.length === 0) return true;
+    try {
+      await this.#handle(runnable);
+    } catch (error) {
+      const first = runnable[0] as E;
+      this.#attempt++;
+      this.#emit({ type: 'handler-failed', position: first.globalPosition, error, attempt: this.#attempt });
+      if (this.#attempt < this.#maxAttempts) {
+        const backoff = this.#options.retryBackoff ?? DEFAULT_BACKOFF;
+        this.#previousDelay = backoff.delay(this.#attempt, this.#previousDelay);
+        await this.#idle(this.#previousDelay, false);
+        return false;
+      }
+      const attempts = this.#attempt;
+      this.#attempt = 0;
+      this.#previousDelay = 0;
+      if (runnable.length > 1) {
+        // A batch: which event is at fault is found by handling them one at a time.
+        this.#isolateThrough = (runnable[runnable.length - 1] as E).globalPosition;
+        return false;
+      }
+      if (this.#options.onPoison === 'stop')
+        throw new PoisonEventError(this.name, first.globalPosition, attempts, error);
+      await this.#parking.parkFailed(first, error, attempts);
+      return true;
+    }
+    this.#attempt = 0;
+    this.#previousDelay = 0;
+    return true;
+  }
+
+  #handle(events: readonly E[]): void | Promise<void> {
+    const { handler, handleBatch } = this.#options;
+    // With a handler, units are single events.
+    return handleBatch === undefined
+      ? (handler as NonNullable<typeof handler>)(events[0] as E)
+      : handleBatch(events);
+  }
+
+  #lookAtParkedNow(): void {
+    this.#parkedCheckAt = 0;
+    // A caught-up subscription is woken as by an append, to look at once.
+    this.#appended = true;
+    this.#wake?.();
   }
 
   async #checkpoint(position: number): Promise<void> {
@@ -221,7 +357,7 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
 
   /** Waits for `ms`, or for an append when `wakeOnAppend`, or for stop(). */
   #idle(ms: number, wakeOnAppend = true): Promise<void> {
-    if (this.#stopped || (wakeOnAppend && this.#appended)) return Promise.resolve();
+    if (this.#stopped || ms <= 0 || (wakeOnAppend && this.#appended)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);

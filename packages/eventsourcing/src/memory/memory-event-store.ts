@@ -5,7 +5,10 @@ import {
   type AppendResult,
   categoryOf,
   type EventStoreBackend,
+  type ListParkedQuery,
   type ListStreamsQuery,
+  type ParkedEvent,
+  type ParkedSelection,
   type ReadAllQuery,
   type ReadStreamQuery,
   type RecordedEvent,
@@ -13,6 +16,7 @@ import {
   type StreamInfo,
 } from '../backend.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
+import { MemoryParkedEvents } from './memory-parked-events.js';
 
 interface StoredEvent {
   readonly id: string;
@@ -57,6 +61,7 @@ export class MemoryEventStoreBackend implements EventStoreBackend {
   readonly #byId = new Map<string, StoredEvent>();
   readonly #checkpoints = new Map<string, number>();
   readonly #snapshots = new Map<string, StoredSnapshot>();
+  readonly #parked = new MemoryParkedEvents();
   readonly #watchers = new Set<() => void>();
   #closed = false;
 
@@ -154,6 +159,31 @@ export class MemoryEventStoreBackend implements EventStoreBackend {
   async storeCheckpoint(name: string, position: number): Promise<void> {
     this.#open();
     this.#checkpoints.set(name, position);
+  }
+
+  async parkEvents(events: readonly ParkedEvent[]): Promise<void> {
+    this.#open();
+    this.#parked.parkEvents(events);
+  }
+
+  async listParked(subscription: string, query?: ListParkedQuery): Promise<ParkedEvent[]> {
+    this.#open();
+    return this.#parked.listParked(subscription, query);
+  }
+
+  async removeParked(subscription: string, selection: ParkedSelection): Promise<number> {
+    this.#open();
+    return this.#parked.removeParked(subscription, selection);
+  }
+
+  async requestParkedRetry(subscription: string, selection: ParkedSelection): Promise<number> {
+    this.#open();
+    return this.#parked.requestParkedRetry(subscription, selection);
+  }
+
+  async countParked(): Promise<Record<string, number>> {
+    this.#open();
+    return this.#parked.countParked();
   }
 
   async loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined> {

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { EventToStore, RecordedEvent } from '../backend.js';
 import { EventStore } from '../event-store.js';
 import { eventStoreBackendContract } from '../event-store-backend.contract.js';
+import { subscriptionContract } from '../subscription.contract.js';
 import { PostgresEventStoreBackend } from './postgres-event-store.js';
 
 const suite = await postgresForSuite('eventsourcing-postgres');
@@ -72,6 +73,10 @@ describe('PostgresEventStoreBackend', { skip: suite.skip }, () => {
   }
 
   eventStoreBackendContract(
+    'postgres',
+    async () => new PostgresEventStoreBackend({ connectionString: url, schema: `es_contract_${++schemas}` }),
+  );
+  subscriptionContract(
     'postgres',
     async () => new PostgresEventStoreBackend({ connectionString: url, schema: `es_contract_${++schemas}` }),
   );

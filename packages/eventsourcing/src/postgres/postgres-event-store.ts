@@ -17,7 +17,10 @@ import {
   type AppendResult,
   categoryOf,
   type EventStoreBackend,
+  type ListParkedQuery,
   type ListStreamsQuery,
+  type ParkedEvent,
+  type ParkedSelection,
   type ReadAllQuery,
   type ReadStreamQuery,
   type RecordedEvent,
@@ -25,6 +28,7 @@ import {
   type StreamInfo,
 } from '../backend.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
+import { PARKED_COLUMNS, type ParkedRow, parkedFromRow, parkedParameters } from '../parked-rows.js';
 import { eventStoreMigrations } from './schema.js';
 
 export type PostgresEventStoreBackendOptions = PostgresConnectionOptions;
@@ -238,6 +242,43 @@ export class PostgresEventStoreBackend implements EventStoreBackend {
     await this.#query(this.#sql.storeCheckpoint, [name, position]);
   }
 
+  async parkEvents(events: readonly ParkedEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    // One statement for all of them: the rows as a JSON array of value arrays.
+    await this.#query(this.#sql.parkEvents, [JSON.stringify(events.map(parkedParameters))]);
+  }
+
+  async listParked(subscription: string, query: ListParkedQuery = {}): Promise<ParkedEvent[]> {
+    const { after = 0, limit = 1000 } = query;
+    const rows = await this.#query<ParkedRow>(this.#sql.listParked, [subscription, after, limit]);
+    return rows.map(parkedFromRow);
+  }
+
+  async removeParked(subscription: string, selection: ParkedSelection): Promise<number> {
+    return this.#changeParked(this.#sql.removeParked, subscription, selection);
+  }
+
+  async requestParkedRetry(subscription: string, selection: ParkedSelection): Promise<number> {
+    return this.#changeParked(this.#sql.requestParkedRetry, subscription, selection);
+  }
+
+  async countParked(): Promise<Record<string, number>> {
+    const rows = await this.#query<{ subscription: string; parked: number }>(this.#sql.countParked, []);
+    return Object.fromEntries(rows.map((row) => [row.subscription, row.parked]));
+  }
+
+  /** Runs a statement over some parked events ($2 null: all of them); resolves with how many rows it changed. */
+  async #changeParked(
+    statement: QueryConfig,
+    subscription: string,
+    selection: ParkedSelection,
+  ): Promise<number> {
+    const pool = await this.#ensureReady();
+    const positions = selection === 'all' ? null : selection.map(Number);
+    const result = await pool.query({ ...statement, values: [subscription, positions] });
+    return result.rowCount ?? 0;
+  }
+
   async loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined> {
     const [row] = await this.#query<{
       version: string;
@@ -387,6 +428,34 @@ function statements(schema: string) {
       'store_checkpoint',
       `INSERT INTO ${S}.es_checkpoints (name, position) VALUES ($1, $2)
        ON CONFLICT (name) DO UPDATE SET position = excluded.position`,
+    ),
+    parkEvents: named(
+      'park_events',
+      `INSERT INTO ${S}.es_parked (${PARKED_COLUMNS})
+       SELECT r->>0, (r->>1)::bigint, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, (r->>8)::int,
+         (r->>9)::double precision, (r->>10)::int = 1
+       FROM jsonb_array_elements($1::jsonb) AS r
+       ON CONFLICT (subscription, position) DO UPDATE SET keys = excluded.keys, reason = excluded.reason,
+         error = excluded.error, attempts = excluded.attempts, parked_at = excluded.parked_at,
+         retry_requested = excluded.retry_requested`,
+    ),
+    listParked: named(
+      'list_parked',
+      `SELECT ${PARKED_COLUMNS} FROM ${S}.es_parked WHERE subscription = $1 AND position > $2
+       ORDER BY position LIMIT $3`,
+    ),
+    removeParked: named(
+      'remove_parked',
+      `DELETE FROM ${S}.es_parked WHERE subscription = $1 AND ($2::bigint[] IS NULL OR position = ANY($2))`,
+    ),
+    requestParkedRetry: named(
+      'request_parked_retry',
+      `UPDATE ${S}.es_parked SET retry_requested = true
+       WHERE subscription = $1 AND ($2::bigint[] IS NULL OR position = ANY($2))`,
+    ),
+    countParked: named(
+      'count_parked',
+      `SELECT subscription, count(*)::int AS parked FROM ${S}.es_parked GROUP BY subscription`,
     ),
     loadSnapshot: named(
       'load_snapshot',

@@ -123,6 +123,21 @@ ${appendFunction(S, horizonKey, channel, 'CREATE FUNCTION', FIRST_DUPLICATE_CHEC
       INDEXED_DUPLICATE_CHECK(S),
       FAST_PATH(S),
     ),
+    // 5: events set aside by subscriptions and projections (Subscription's onPoison).
+    `CREATE TABLE ${S}.es_parked (
+       subscription text NOT NULL,
+       position bigint NOT NULL,
+       event_id text NOT NULL,
+       event_type text NOT NULL,
+       stream_name text NOT NULL,
+       keys text NOT NULL,
+       reason text NOT NULL,
+       error text NOT NULL,
+       attempts int NOT NULL,
+       parked_at double precision NOT NULL,
+       retry_requested boolean NOT NULL,
+       PRIMARY KEY (subscription, position)
+     );`,
   ];
 }
 

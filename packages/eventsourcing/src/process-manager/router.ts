@@ -58,13 +58,19 @@ export class ProcessRouter {
 
   /**
    * Routes every event of the store, in order, from a named checkpoint. A failing event (e.g. its commands could
-   * not be sent) is retried by the subscription; what was already handled is recognised as a duplicate then.
+   * not be sent) is retried by the subscription; what was already handled is recognised as a duplicate then. One
+   * that keeps failing is parked (see SubscriptionOptions.onPoison): only the processes it belongs to wait behind
+   * it, since its ordering keys are its processes.
    */
   subscribe(store: EventStore, options: RouterSubscriptionOptions): Subscription {
     if (typeof options !== 'object' || options === null || typeof options.name !== 'string')
       throw new InvalidOptionsError('options.name', 'expected a checkpoint name');
-    const { concurrency = 1, ...subscription } = options;
+    const { concurrency = 1, ...rest } = options;
     assertCount('concurrency', concurrency, 1);
+    const subscription = {
+      keysOf: (event: RecordedEvent) => this.#lanesOf(event).map(([lane]) => lane),
+      ...rest,
+    };
     if (concurrency === 1)
       return store.subscribe({ ...subscription, handler: async (event) => void (await this.route(event)) });
     return store.subscribe({
@@ -73,15 +79,22 @@ export class ProcessRouter {
     });
   }
 
+  /** The processes an event belongs to: a lane (manager and process id) and its manager for each. */
+  #lanesOf(event: RecordedEvent): [string, AnyProcessManager][] {
+    const lanes: [string, AnyProcessManager][] = [];
+    for (const manager of this.#managers.values()) {
+      const processId = manager.definition.correlate(event);
+      if (processId !== undefined) lanes.push([`${manager.name}\u0000${processId}`, manager]);
+    }
+    return lanes;
+  }
+
   /** Routes a batch: each process's events in order, up to `concurrency` processes at a time. */
   #routeConcurrently(events: readonly RecordedEvent[], concurrency: number): Promise<void> {
     const work: LaneWork[] = [];
     for (const event of events) {
-      for (const manager of this.#managers.values()) {
-        const processId = manager.definition.correlate(event);
-        if (processId !== undefined)
-          work.push({ lane: `${manager.name}\u0000${processId}`, run: () => manager.handle(event) });
-      }
+      for (const [lane, manager] of this.#lanesOf(event))
+        work.push({ lane, run: () => manager.handle(event) });
     }
     // Every lane is tried before the batch fails: the subscription retries it, and handled events are duplicates then.
     return runInLanes(work, concurrency);

@@ -3,16 +3,20 @@ import {
   assertDuration,
   assertFunction,
   assertInteger,
+  type Backoff,
   type Clock,
   EventEmitter,
+  exponentialBackoff,
   InvalidOptionsError,
   randomId,
   type StratusEvent,
   type TimerHandle,
   type Unsubscribe,
 } from '@stratus/core';
-import type { RecordedEvent } from '../backend.js';
+import type { ParkedEvent, ParkedReason, ParkedSelection, RecordedEvent } from '../backend.js';
+import { PoisonEventError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
+import { assertParkedSelection, Parking } from '../parking.js';
 import type { ProjectionTarget } from './target.js';
 
 /** A materialized view: how to create its tables, and how each event changes them. */
@@ -53,6 +57,21 @@ export interface ProjectionRunnerOptions {
    * rebuilds beside the old and takes over when complete. Default true.
    */
   readonly activateWhenCaughtUp?: boolean;
+  /** Delays between attempts at a batch whose apply threw; default exponential from 100 ms up to 30 s. */
+  readonly retryBackoff?: Backoff;
+  /**
+   * Attempts at a batch before its events are applied one per transaction, and at one event before it counts as
+   * poison; default 10.
+   */
+  readonly maxAttempts?: number;
+  /**
+   * 'park' (default): a poison event is parked as a subscription's is (SubscriptionOptions.onPoison), under the
+   * name `projection:<name>@<version>`, and the view goes on without it; 'stop': the runner stops with
+   * PoisonEventError.
+   */
+  readonly onPoison?: 'park' | 'stop';
+  /** The ordering keys of an event (default its stream): events sharing one wait behind a parked event. */
+  readonly keysOf?: (event: RecordedEvent) => string | readonly string[];
 }
 
 type RunnerEventDetail =
@@ -71,7 +90,23 @@ type RunnerEventDetail =
        */
       readonly lagMs: number;
     }
-  | { readonly type: 'failed'; readonly error: unknown };
+  | { readonly type: 'failed'; readonly error: unknown }
+  | {
+      readonly type: 'apply-failed';
+      /** The first event of the batch (or the event) that failed. */
+      readonly position: number;
+      readonly error: unknown;
+      readonly attempt: number;
+    }
+  | {
+      readonly type: 'event-parked';
+      readonly position: number;
+      readonly streamName: string;
+      readonly reason: ParkedReason;
+      readonly attempts: number;
+      readonly error: string;
+    }
+  | { readonly type: 'parked-event-handled'; readonly position: number };
 
 export type ProjectionRunnerEvent = StratusEvent & { readonly component: 'projection' } & RunnerEventDetail;
 
@@ -135,6 +170,16 @@ export class ProjectionRunner<Tx> {
   #timer: TimerHandle | undefined;
   #signalled = false;
   #reachedEnd!: () => void;
+  readonly #parking: Parking<RecordedEvent>;
+  readonly #backoff: Backoff;
+  readonly #maxAttempts: number;
+  readonly #onPoison: 'park' | 'stop';
+  /** Consecutive failed attempts at the batch (or event) in hand. */
+  #attempt = 0;
+  #previousDelay = 0;
+  /** Events up to this position are applied one per transaction (a batch failed maxAttempts times). */
+  #isolateThrough = 0;
+  #parkedCheckAt = 0;
 
   constructor(
     store: EventStore,
@@ -177,6 +222,26 @@ export class ProjectionRunner<Tx> {
     this.#pollIntervalMs = pollIntervalMs;
     this.#activate = options.activateWhenCaughtUp ?? true;
     this.#types = projection.eventTypes === undefined ? undefined : new Set(projection.eventTypes);
+    this.#backoff = options.retryBackoff ?? exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
+    this.#maxAttempts = options.maxAttempts ?? 10;
+    assertInteger('maxAttempts', this.#maxAttempts, 1);
+    this.#onPoison = options.onPoison ?? 'park';
+    if (this.#onPoison !== 'park' && this.#onPoison !== 'stop')
+      throw new InvalidOptionsError('onPoison', "expected 'park' or 'stop'");
+    if (options.keysOf !== undefined) assertFunction('keysOf', options.keysOf);
+    this.#parking = new Parking({
+      subscription: `projection:${projection.name}@${projection.version}`,
+      store: store.backend,
+      clock: this.#clock,
+      keysOf: options.keysOf,
+      read: async (position) => {
+        const [event] = await store.readAll({ after: position - 1, maxCount: 1 });
+        return event?.globalPosition === position ? event : undefined;
+      },
+      onParked: ({ position, streamName, reason, attempts, error }) =>
+        this.#emit({ type: 'event-parked', position, streamName, reason, attempts, error }),
+      onHandled: ({ position }) => this.#emit({ type: 'parked-event-handled', position }),
+    });
     this.caughtUp = new Promise((resolve) => {
       this.#reachedEnd = resolve;
     });
@@ -193,6 +258,37 @@ export class ProjectionRunner<Tx> {
   /** The position the view has reached, as this runner last saw it. */
   get position(): number {
     return this.#position;
+  }
+
+  /** How many events the view has parked (as of the runner's last look at them). */
+  get parkedCount(): number {
+    return this.#parking.count;
+  }
+
+  /** Consecutive failed attempts at the batch (or event) in hand: 0 while applies succeed. */
+  get failingAttempts(): number {
+    return this.#attempt;
+  }
+
+  /** The parked events, in position order. */
+  parked(): Promise<ParkedEvent[]> {
+    return this.#parking.load();
+  }
+
+  /** Asks for parked events (default all) to be applied again, in order; resolves with how many were marked. */
+  async retryParked(selection: ParkedSelection = 'all'): Promise<number> {
+    assertParkedSelection(selection);
+    const marked = await this.#parking.requestRetry(selection);
+    this.#lookAtParkedNow();
+    return marked;
+  }
+
+  /** Drops parked events (default all) without applying them; resolves with how many were dropped. */
+  async skipParked(selection: ParkedSelection = 'all'): Promise<number> {
+    assertParkedSelection(selection);
+    const removed = await this.#parking.skip(selection);
+    this.#lookAtParkedNow();
+    return removed;
   }
 
   /** How far behind the event log the view is. */
@@ -222,6 +318,7 @@ export class ProjectionRunner<Tx> {
   async #run(): Promise<void> {
     const { name, version } = this.#projection;
     await this.#target.prepare(name, version, (tx) => this.#projection.setup(tx, version));
+    await this.#parking.load();
     const stopWatching: Unsubscribe = await this.#store.backend.watch(() => {
       this.#signalled = true;
       this.#wake?.();
@@ -234,6 +331,13 @@ export class ProjectionRunner<Tx> {
         }
         const leaseHeldUntil = this.#clock.now() + this.#leaseMs / 3;
         while (!this.#stopped && this.#clock.now() < leaseHeldUntil) {
+          if (this.#parking.count > 0 && this.#clock.now() >= this.#parkedCheckAt) {
+            this.#parkedCheckAt = this.#clock.now() + this.#pollIntervalMs;
+            await this.#parking.retry(
+              (event) => this.#applyParked(event),
+              () => this.#stopped,
+            );
+          }
           const outcome = await this.#step();
           if (outcome === 'superseded') {
             this.#emit({ type: 'lease-lost' });
@@ -290,12 +394,15 @@ export class ProjectionRunner<Tx> {
     return true;
   }
 
-  /** Applies one batch: 'applied', 'idle' (caught up) or 'superseded' (the lease or the position moved). */
-  async #step(): Promise<'applied' | 'idle' | 'superseded'> {
+  /**
+   * Applies one batch: 'applied', 'idle' (caught up), 'superseded' (the lease or the position moved) or 'failed' (to
+   * be read again after the backoff).
+   */
+  async #step(): Promise<'applied' | 'idle' | 'superseded' | 'failed'> {
     this.#signalled = false;
     const batch = await this.#store.readAll({
       after: this.#position,
-      maxCount: this.#batchSize,
+      maxCount: this.#position < this.#isolateThrough ? 1 : this.#batchSize,
       following: true,
     });
     if (batch.length === 0) {
@@ -310,12 +417,26 @@ export class ProjectionRunner<Tx> {
     }
     const last = batch[batch.length - 1] as RecordedEvent;
     const types = this.#types;
-    const relevant = types === undefined ? batch : batch.filter((event) => types.has(event.type));
+    const relevant = await this.#parking.parkBlocked(
+      types === undefined ? batch : batch.filter((event) => types.has(event.type)),
+    );
     const from = this.#position;
     // A batch with nothing for the view moves the position in memory only, stored at most once per interval: a view
     // interested in a few event types does not pay a transaction for every batch of the others.
     const deferred = relevant.length === 0 && this.#clock.now() - this.#storedAt < POSITION_STORE_INTERVAL_MS;
-    if (!deferred && !(await this.#commitPosition(relevant, last))) return 'superseded';
+    if (!deferred) {
+      let committed: boolean;
+      try {
+        committed = await this.#commitPosition(relevant, last);
+      } catch (error) {
+        const outcome = await this.#applyFailed(relevant, last, error);
+        if (outcome !== 'parked') return outcome;
+        committed = true;
+      }
+      if (!committed) return 'superseded';
+      this.#attempt = 0;
+      this.#previousDelay = 0;
+    }
     let gaps = 0;
     let previous = from;
     for (const event of batch) {
@@ -334,6 +455,44 @@ export class ProjectionRunner<Tx> {
       lagMs: Math.max(0, this.#clock.now() - last.recordedAt),
     });
     return 'applied';
+  }
+
+  /**
+   * After an apply threw: waits out the backoff ('failed', to read the batch again), or after the last attempt
+   * applies the batch one event at a time from then on, or parks the one event (its position stored past it) or
+   * throws PoisonEventError (onPoison 'stop').
+   */
+  async #applyFailed(
+    relevant: readonly RecordedEvent[],
+    last: RecordedEvent,
+    error: unknown,
+  ): Promise<'failed' | 'superseded' | 'parked'> {
+    // A view set up wrongly (an async apply on SQLite) fails for every event alike: nothing to park.
+    if (error instanceof InvalidOptionsError) throw error;
+    const first = relevant[0] as RecordedEvent;
+    this.#attempt++;
+    this.#emit({ type: 'apply-failed', position: first.globalPosition, error, attempt: this.#attempt });
+    if (this.#attempt < this.#maxAttempts) {
+      this.#previousDelay = this.#backoff.delay(this.#attempt, this.#previousDelay);
+      await this.#idle(this.#previousDelay, false);
+      return 'failed';
+    }
+    const attempts = this.#attempt;
+    this.#attempt = 0;
+    this.#previousDelay = 0;
+    if (relevant.length > 1) {
+      this.#isolateThrough = last.globalPosition;
+      return 'failed';
+    }
+    if (this.#onPoison === 'stop')
+      throw new PoisonEventError(this.#parking.subscription, first.globalPosition, attempts, error);
+    await this.#parking.parkFailed(first, error, attempts);
+    return (await this.#commitPosition([], last)) ? 'parked' : 'superseded';
+  }
+
+  /** Applies a parked event again, the stored position staying where it is (beyond the event). */
+  async #applyParked(event: RecordedEvent): Promise<void> {
+    if (!(await this.#commitPosition([event]))) throw new Error('the view was taken over by another runner');
   }
 
   /**
@@ -392,9 +551,16 @@ export class ProjectionRunner<Tx> {
     this.#serving = status === 'building' || status === 'active';
   }
 
+  #lookAtParkedNow(): void {
+    this.#parkedCheckAt = 0;
+    // A caught-up runner is woken as by an append, to look at once.
+    this.#signalled = true;
+    this.#wake?.();
+  }
+
   /** Waits `ms`, or for an append (when `wakeOnAppend`), or for stop(). */
   #idle(ms: number, wakeOnAppend: boolean): Promise<void> {
-    if (this.#stopped || (wakeOnAppend && this.#signalled)) return Promise.resolve();
+    if (this.#stopped || ms <= 0 || (wakeOnAppend && this.#signalled)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);

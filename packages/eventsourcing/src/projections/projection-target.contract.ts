@@ -5,7 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidOptionsError } from '@stratus/core';
+import { InvalidOptionsError, immediateBackoff } from '@stratus/core';
+import { VirtualClock, waitUntil } from '@stratus/testkit';
+import type { RecordedEvent } from '../backend.js';
+import { EventStore } from '../event-store.js';
+import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
+import { ProjectionRunner, type ProjectionRunnerEvent } from './projection-runner.js';
 import type { ProjectionTarget } from './target.js';
 
 export interface ProjectionTargetFixture<Tx> {
@@ -158,6 +163,57 @@ export function projectionTargetContract<Tx>(
         [2, 'active'],
         [3, 'building'],
       ]);
+    });
+
+    it('a runner parks a poison event and the rest of its stream, applies the others, then the parked on retry', async () => {
+      const f = await open();
+      const store = new EventStore({
+        backend: new MemoryEventStoreBackend(),
+        clock: new VirtualClock({ now: T0 }),
+      });
+      // Ten rounds of one event in each of three streams; s-1's fifth event is poison until fixed.
+      for (let round = 0; round < 10; round++) {
+        for (const stream of ['s-0', 's-1', 's-2'])
+          await store.appendToStream(stream, [{ type: 'Noted', data: { round } }]);
+      }
+      let broken = true;
+      const runner = new ProjectionRunner(
+        store,
+        f.target,
+        {
+          name: 'poison',
+          version: 1,
+          setup: (tx) => f.createTable(tx, 'poison_v1'),
+          apply(tx, event: RecordedEvent) {
+            const { round } = event.data as { round: number };
+            if (broken && event.streamName === 's-1' && round === 4) throw new Error('poison');
+            return f.insert(tx, 'poison_v1', `${event.streamName}:${round}`);
+          },
+        },
+        { maxAttempts: 2, retryBackoff: immediateBackoff() },
+      );
+      const events: ProjectionRunnerEvent[] = [];
+      runner.events.on((event) => events.push(event));
+      const running = runner.start();
+      await runner.caughtUp;
+      // Two attempts at the whole batch, then one event at a time: the poison event failed twice more.
+      assert.equal(events.filter((e) => e.type === 'apply-failed').length, 4);
+      const ids = await f.ids('poison_v1');
+      assert.equal(ids.length, 24);
+      assert.ok(!ids.some((id) => id.startsWith('s-1:') && Number(id.slice(4)) >= 4));
+      const parked = await store.parked('projection:poison@1');
+      assert.deepEqual(
+        parked.map((p) => [p.streamName, p.reason]),
+        [['s-1', 'failed'], ...Array.from({ length: 5 }, () => ['s-1', 'blocked'])],
+      );
+      assert.equal(runner.parkedCount, 6);
+      broken = false;
+      assert.equal(await runner.retryParked([parked[0]?.position as number]), 1);
+      await waitUntil(async () => (await f.ids('poison_v1')).length === 30, 'the parked events are applied');
+      assert.deepEqual(await store.parked('projection:poison@1'), []);
+      assert.equal(runner.parkedCount, 0);
+      await runner.stop();
+      await running;
     });
   });
 }

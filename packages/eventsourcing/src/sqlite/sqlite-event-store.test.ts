@@ -7,6 +7,7 @@ import { openSqlite, type SqliteDriverName, sqliteDriverAvailable } from '@strat
 import { countStatementRuns } from '@stratus/testkit';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
 import { eventStoreBackendContract } from '../event-store-backend.contract.js';
+import { subscriptionContract } from '../subscription.contract.js';
 import { SqliteEventStoreBackend } from './sqlite-event-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-sqlite-event-store-'));
@@ -22,6 +23,10 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
     continue;
   }
   eventStoreBackendContract(
+    `sqlite (${driver})`,
+    async () => new SqliteEventStoreBackend({ path: freshPath(), driver }),
+  );
+  subscriptionContract(
     `sqlite (${driver})`,
     async () => new SqliteEventStoreBackend({ path: freshPath(), driver }),
   );

@@ -14,7 +14,10 @@ import {
   type AppendResult,
   categoryOf,
   type EventStoreBackend,
+  type ListParkedQuery,
   type ListStreamsQuery,
+  type ParkedEvent,
+  type ParkedSelection,
   type ReadAllQuery,
   type ReadStreamQuery,
   type RecordedEvent,
@@ -22,6 +25,7 @@ import {
   type StreamInfo,
 } from '../backend.js';
 import { EventStoreClosedError, WrongExpectedVersionError } from '../errors.js';
+import { PARKED_COLUMNS, type ParkedRow, parkedFromRow, parkedParameters } from '../parked-rows.js';
 import { EVENT_COLUMNS, type EventRow, READ_ALL_SQL, RecentEvents, recorded } from './recent-events.js';
 
 export interface SqliteEventStoreBackendOptions {
@@ -75,6 +79,20 @@ const MIGRATIONS = [
      schema_version INTEGER NOT NULL,
      taken_at REAL NOT NULL
    ) WITHOUT ROWID;`,
+  `CREATE TABLE es_parked (
+     subscription TEXT NOT NULL,
+     position INTEGER NOT NULL,
+     event_id TEXT NOT NULL,
+     event_type TEXT NOT NULL,
+     stream_name TEXT NOT NULL,
+     keys TEXT NOT NULL,
+     reason TEXT NOT NULL,
+     error TEXT NOT NULL,
+     attempts INTEGER NOT NULL,
+     parked_at REAL NOT NULL,
+     retry_requested INTEGER NOT NULL,
+     PRIMARY KEY (subscription, position)
+   ) WITHOUT ROWID;`,
 ];
 
 const SQL = {
@@ -98,6 +116,19 @@ const SQL = {
   loadCheckpoint: 'SELECT position FROM es_checkpoints WHERE name = ?',
   storeCheckpoint:
     'INSERT INTO es_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
+  parkEvent:
+    `INSERT INTO es_parked (${PARKED_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ` +
+    'ON CONFLICT (subscription, position) DO UPDATE SET keys = excluded.keys, reason = excluded.reason, ' +
+    'error = excluded.error, attempts = excluded.attempts, parked_at = excluded.parked_at, ' +
+    'retry_requested = excluded.retry_requested',
+  listParked: `SELECT ${PARKED_COLUMNS} FROM es_parked WHERE subscription = ? AND position > ? ORDER BY position LIMIT ?`,
+  removeParked:
+    'DELETE FROM es_parked WHERE subscription = ? AND position IN (SELECT value FROM json_each(?))',
+  removeAllParked: 'DELETE FROM es_parked WHERE subscription = ?',
+  requestParkedRetry:
+    'UPDATE es_parked SET retry_requested = 1 WHERE subscription = ? AND position IN (SELECT value FROM json_each(?))',
+  requestAllParkedRetry: 'UPDATE es_parked SET retry_requested = 1 WHERE subscription = ?',
+  countParked: 'SELECT subscription, count(*) AS parked FROM es_parked GROUP BY subscription',
   loadSnapshot: 'SELECT version, state, schema_version, taken_at FROM es_snapshots WHERE stream_name = ?',
   storeSnapshot:
     'INSERT INTO es_snapshots (stream_name, version, state, schema_version, taken_at) VALUES (?, ?, ?, ?, ?) ' +
@@ -323,6 +354,46 @@ export class SqliteEventStoreBackend implements EventStoreBackend {
   async storeCheckpoint(name: string, position: number): Promise<void> {
     const db = this.#db();
     await db.transactionAsync(() => db.prepare(SQL.storeCheckpoint).run(name, position));
+  }
+
+  async parkEvents(events: readonly ParkedEvent[]): Promise<void> {
+    const db = this.#db();
+    await db.transactionAsync(() => {
+      const statement = db.prepare(SQL.parkEvent);
+      for (const event of events) statement.run(...parkedParameters(event));
+    });
+  }
+
+  async listParked(subscription: string, query: ListParkedQuery = {}): Promise<ParkedEvent[]> {
+    const { after = 0, limit = 1000 } = query;
+    return this.#db().prepare(SQL.listParked).all<ParkedRow>(subscription, after, limit).map(parkedFromRow);
+  }
+
+  async removeParked(subscription: string, selection: ParkedSelection): Promise<number> {
+    return this.#changeParked(subscription, selection, SQL.removeAllParked, SQL.removeParked);
+  }
+
+  async requestParkedRetry(subscription: string, selection: ParkedSelection): Promise<number> {
+    return this.#changeParked(subscription, selection, SQL.requestAllParkedRetry, SQL.requestParkedRetry);
+  }
+
+  async countParked(): Promise<Record<string, number>> {
+    const rows = this.#db().prepare(SQL.countParked).all<{ subscription: string; parked: number }>();
+    return Object.fromEntries(rows.map((row) => [row.subscription, row.parked]));
+  }
+
+  async #changeParked(
+    subscription: string,
+    selection: ParkedSelection,
+    all: string,
+    some: string,
+  ): Promise<number> {
+    const db = this.#db();
+    return db.transactionAsync(() =>
+      selection === 'all'
+        ? db.prepare(all).run(subscription).changes
+        : db.prepare(some).run(subscription, JSON.stringify(selection)).changes,
+    );
   }
 
   async loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined> {
