@@ -232,6 +232,27 @@ describe('Conference: publishing', () => {
   });
 });
 
+describe('Conference: access code', () => {
+  const rotate = (accessCode: string): ConferenceCommand => ({
+    type: 'RotateAccessCode',
+    data: { conferenceId, accessCode },
+  });
+
+  test('rotating records the new code, which replaces the old one', () => {
+    const events = given(created, published).when(rotate('XYZ789'));
+    assert.deepEqual(events, [{ type: 'AccessCodeRotated', data: { conferenceId, accessCode: 'XYZ789' } }]);
+    const after = fold([created, published, ...events]);
+    assert.equal(after?.accessCode, 'XYZ789');
+    assert.equal(after?.isPublished, true);
+    assert.equal(after?.slug, 'contoso26');
+  });
+
+  test('the new code must differ from the current one; the conference must exist', () => {
+    assert.throws(() => given(created).when(rotate('ABC234')), InvalidOperationError);
+    assert.throws(() => given().when(rotate('XYZ789')), NotFoundError);
+  });
+});
+
 describe('Conference: seat types', () => {
   test('creating a seat type records it, published or not', () => {
     for (const history of [[created], [created, published], [created, published, unpublished]]) {
