@@ -1,6 +1,13 @@
 import { resolve } from 'node:path';
 import { InvalidOptionsError } from '@stratus/core';
 import { RESERVATION_GRACE_MS, RESERVATION_WINDOW_MS } from '../domain/contracts.js';
+import {
+  type AbuseLimitSettings,
+  abuseLimitsFromEnv,
+  type TrustProxy,
+  trustProxyFromEnv,
+} from './abuse-settings.js';
+import { flag, positiveSeconds } from './env-values.js';
 
 /** What a process does: everything (the embedded default), only the web sites and API, or only the background work. */
 export type Role = 'all' | 'web' | 'worker';
@@ -35,23 +42,10 @@ export interface ConferenceConfig {
    * in a worker thread beside the web's main thread, so that it uses two cores (BACKGROUND_THREAD, default true).
    */
   readonly backgroundThread: boolean;
-}
-
-function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallbackMs;
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds <= 0)
-    throw new InvalidOptionsError(name, `expected a positive number of seconds, got ${JSON.stringify(raw)}`);
-  return Math.round(seconds * 1000);
-}
-
-function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (['true', '1', 'on'].includes(raw)) return true;
-  if (['false', '0', 'off'].includes(raw)) return false;
-  throw new InvalidOptionsError(name, `expected true or false, got ${JSON.stringify(raw)}`);
+  /** The web's abuse limits (abuse-settings.ts), undefined when RATE_LIMITS=off. */
+  readonly abuseLimits: AbuseLimitSettings | undefined;
+  /** Which proxies' X-Forwarded-For names the client (TRUST_PROXY, default none: the peer address is the client). */
+  readonly trustProxy: TrustProxy;
 }
 
 /** Reads the configuration from the environment (README: Configuration), failing fast on bad values. */
@@ -100,5 +94,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
     reservationGraceMs: positiveSeconds(env, 'RESERVATION_GRACE_SECONDS', RESERVATION_GRACE_MS),
     leaseMs: positiveSeconds(env, 'LEASE_SECONDS', 10_000),
     backgroundThread: flag(env, 'BACKGROUND_THREAD', true),
+    abuseLimits: abuseLimitsFromEnv(env),
+    trustProxy: trustProxyFromEnv(env),
   };
 }

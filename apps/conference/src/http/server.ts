@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../app/system.js';
 import { apiRoutes } from './api.js';
+import { abuseLimitsFor } from './limits/abuse-limits.js';
 import { operationsRoutes } from './operations.js';
 import { pageRoutes } from './pages/index.js';
 
@@ -17,12 +18,15 @@ export async function buildServer(
   options: ServerOptions = {},
 ): Promise<FastifyInstance> {
   const bodyLimit = 64 * 1024;
+  // The abuse limits key on the client's address: behind proxies, TRUST_PROXY says whose X-Forwarded-For to believe.
+  const trustProxy = system.config.trustProxy;
   const app: FastifyInstance =
     options.loggerInstance === undefined
-      ? Fastify({ logger: options.logger ?? { level: 'info' }, bodyLimit })
-      : Fastify({ loggerInstance: options.loggerInstance, bodyLimit });
+      ? Fastify({ logger: options.logger ?? { level: 'info' }, bodyLimit, trustProxy })
+      : Fastify({ loggerInstance: options.loggerInstance, bodyLimit, trustProxy });
+  const limits = abuseLimitsFor(system);
   await app.register(operationsRoutes, { system });
-  await app.register(apiRoutes, { system });
-  await app.register(pageRoutes, { system });
+  await app.register(apiRoutes, { system, limits });
+  await app.register(pageRoutes, { system, limits });
   return app;
 }

@@ -4,20 +4,19 @@
  * reservation.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ConferenceSystem } from '../../../app/system.js';
 import type { PersonalInfo } from '../../../domain/contracts.js';
 import { InvalidOperationError, NotFoundError, ValidationError } from '../../../domain/errors.js';
 import { EMAIL_PATTERN } from '../../../domain/personal-info.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
 import type { OrderView } from '../../../read-models/order-view.js';
-import { type Fields, fieldsOf, isId, seeOther, sendPage, wholeNumber } from '../support.js';
+import { type Fields, fieldsOf, isId, type Site, seeOther, sendPage, wholeNumber } from '../support.js';
 import { type CheckoutForm, checkoutPage } from '../views/checkout.js';
 import { completedOrderPage, orderUnknownPage } from '../views/order-status.js';
 import { messagePage } from '../views/public-page.js';
 import { PUBLIC_TEXT } from '../views/public-text.js';
 import { expiredUrl, registrantUrl } from '../views/public-urls.js';
 import { startPayment } from './payment.js';
-import { conferenceOf, holdOf, isExpired, waitForOrder } from './public-support.js';
+import { conferenceOf, holdOf, isExpired, mayOpenOrder, waitForOrder } from './public-support.js';
 
 function registrantProblems(values: Fields): Record<string, string> {
   const errors: Record<string, string> = {};
@@ -34,7 +33,8 @@ function registrantProblems(values: Fields): Record<string, string> {
   return errors;
 }
 
-export function checkoutRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+export function checkoutRoutes(app: FastifyInstance, site: Site): void {
+  const { system } = site;
   const { commands, clock } = system;
 
   const renderCheckout = (
@@ -80,6 +80,7 @@ export function checkoutRoutes(app: FastifyInstance, system: ConferenceSystem): 
     const orderVersion = wholeNumber(query.orderVersion ?? '0', 0, Number.MAX_SAFE_INTEGER);
     if (!isId(query.orderId) || orderVersion === undefined)
       return sendPage(reply, 400, messagePage(conference, 'Registration', 'The order id is not valid.'));
+    if (!mayOpenOrder(site, request, reply, conference, query.orderId)) return reply;
     const order = await checkoutOrder(reply, conference, query.orderId, orderVersion);
     if (order === undefined) return reply;
     const notice = query.paymentRejected === undefined ? undefined : PUBLIC_TEXT.paymentRejected;
@@ -102,6 +103,7 @@ export function checkoutRoutes(app: FastifyInstance, system: ConferenceSystem): 
         400,
         messagePage(conference, 'Registration', 'The registrant form is not valid.'),
       );
+    if (!mayOpenOrder(site, request, reply, conference, orderId)) return reply;
     const errors = registrantProblems(values);
     if (Object.keys(errors).length > 0) {
       const order = await checkoutOrder(reply, conference, orderId, -1);

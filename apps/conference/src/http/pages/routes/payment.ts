@@ -8,10 +8,12 @@ import type { ConferenceSystem } from '../../../app/system.js';
 import { InvalidOperationError } from '../../../domain/errors.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
 import { money } from '../layout.js';
+import type { SiteAccess } from '../site-access.js';
 import { fieldsOf, isId, isLocalPath, seeOther, sendPage, VIEW_WAIT_MS, wholeNumber } from '../support.js';
 import { completedOrderPage, paymentUnknownPage, reservationUnknownPage } from '../views/order-status.js';
 import { paymentProcessorPage } from '../views/payment.js';
 import { messagePage } from '../views/public-page.js';
+import { PUBLIC_TEXT } from '../views/public-text.js';
 import { confirmationUrl, expiredUrl, registerUrl, registrantUrl, withQuery } from '../views/public-urls.js';
 import { conferenceOf, isExpired, waitForOrder } from './public-support.js';
 
@@ -70,7 +72,7 @@ const paymentCallbacks = {
   reject: { command: 'CancelThirdPartyProcessorPayment', paid: false },
 } as const;
 
-export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem, access: SiteAccess): void {
   const { queries, commands } = system;
   const message = (
     reply: FastifyReply,
@@ -86,6 +88,8 @@ export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem): v
     const orderVersion = wholeNumber(values.orderVersion ?? '0', 0, Number.MAX_SAFE_INTEGER);
     if (!isId(values.orderId) || orderVersion === undefined)
       return message(reply, 400, conference, 'The payment form is not valid.');
+    if (!access.hasOrder(request, values.orderId))
+      return message(reply, 404, conference, PUBLIC_TEXT.noSuchOrder);
     const paymentType = values.paymentType ?? 'thirdParty';
     return startPayment(system, reply, conference, { orderId: values.orderId, orderVersion, paymentType });
   });
