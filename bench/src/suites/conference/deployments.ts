@@ -40,6 +40,8 @@ const CONFIG_VARIABLES = [
   'BACKGROUND_THREAD',
   'OWNER_TOKEN_SECRET',
   'LOG_LEVEL',
+  'RATE_LIMITS',
+  'TRUST_PROXY',
 ];
 
 const live = new Set<ChildProcess>();
@@ -83,6 +85,8 @@ export class AppProcess {
       OWNER_TOKEN_SECRET,
       // A log line per request would be measured too; warnings and errors still go to stdout.
       LOG_LEVEL: 'warn',
+      // The generator places every order from one address: the app's abuse limits would refuse most of them.
+      RATE_LIMITS: 'off',
     });
     // stdout carries the app's log (pino, warn level here): discarded, or kept in STRATUS_BENCH_APP_LOG_DIR (an
     // existing directory) as <role>-<port>.log. STRATUS_BENCH_APP_NODE_ARGS adds flags to every app process (e.g.
