@@ -8,6 +8,7 @@ import { uuidv7 } from '@stratus/core';
 import { type ChildHandle, postgresForSuite, redisForSuite, runChild } from '@stratus/testkit';
 import type { OrderView } from '../read-models/order-view.js';
 import { configFromEnv } from './config.js';
+import { startOrderPayment } from './payments.js';
 import { startConferenceSystem } from './system.js';
 
 const QUOTA = 30;
@@ -82,13 +83,12 @@ describe('SIGKILL of worker processes during registrations', { skip: postgres.sk
           return view !== undefined && view.status !== 'pending' ? view : undefined;
         }, 30_000);
         if (order?.status !== 'reserved' || n % 4 === 3) return;
-        const paymentId = uuidv7();
-        await web.commands.send('InitiateThirdPartyProcessorPayment', {
-          paymentId,
-          paymentSourceId: orderId,
+        const paymentId = await startOrderPayment(web.commands, web.clock, {
+          orderId,
           conferenceId,
           description: 'Registration for Crash Conf',
           totalCents: order.totalCents,
+          expiresAt: Number.MAX_SAFE_INTEGER,
         });
         await web.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
       };

@@ -9,6 +9,7 @@ import { postgresForSuite, redisForSuite } from '@stratus/testkit';
 import { Registry } from 'prom-client';
 import type { OrderStatus, OrderView } from '../read-models/order-view.js';
 import { configFromEnv } from './config.js';
+import { startOrderPayment } from './payments.js';
 import { type ConferenceSystem, startConferenceSystem } from './system.js';
 import { startSystem } from './threaded-system.js';
 
@@ -151,13 +152,12 @@ function scenarios(deploy: Deploy): void {
         lastName: 'Lee',
         email: 'ann@example.com',
       });
-      const paymentId = uuidv7();
-      await system.commands.send('InitiateThirdPartyProcessorPayment', {
-        paymentId,
-        paymentSourceId: orderId,
+      const paymentId = await startOrderPayment(system.commands, system.clock, {
+        orderId,
         conferenceId,
         description: 'Registration for CQRS Summit',
         totalCents: reserved?.totalCents ?? 0,
+        expiresAt: Number.MAX_SAFE_INTEGER,
       });
       await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
       const confirmed = await orderIn(system, orderId, 'confirmed');
@@ -199,13 +199,12 @@ function scenarios(deploy: Deploy): void {
       assert.equal(settled.filter((order) => order?.status === 'rejected').length, 30);
       await Promise.all(
         reserved.map(async (order) => {
-          const paymentId = uuidv7();
-          await system.commands.send('InitiateThirdPartyProcessorPayment', {
-            paymentId,
-            paymentSourceId: order?.orderId ?? '',
+          const paymentId = await startOrderPayment(system.commands, system.clock, {
+            orderId: order?.orderId ?? '',
             conferenceId,
             description: 'Registration',
             totalCents: order?.totalCents ?? 0,
+            expiresAt: Number.MAX_SAFE_INTEGER,
           });
           await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
         }),

@@ -48,6 +48,7 @@ const WEB_COMMANDS: readonly CommandType[] = [
   'RegisterToConference',
   'AssignRegistrantDetails',
   'ConfirmOrder',
+  'StartOrderPayment',
   'InitiateThirdPartyProcessorPayment',
   'CompleteThirdPartyProcessorPayment',
   'CancelThirdPartyProcessorPayment',

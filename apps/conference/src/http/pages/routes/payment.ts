@@ -2,8 +2,8 @@
  * Payment: start it (V3: wait for the reservation; a partial one goes back to registration, a free order is
  * confirmed at once, else a third-party payment starts), the simulated processor, and its accept/reject callbacks.
  */
-import { uuidv7 } from '@stratus/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { startOrderPayment } from '../../../app/payments.js';
 import type { ConferenceSystem } from '../../../app/system.js';
 import { InvalidOperationError } from '../../../domain/errors.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
@@ -52,14 +52,19 @@ export async function startPayment(
       400,
       messagePage(conference, 'Payment', 'The chosen payment method is not supported.'),
     );
-  const paymentId = uuidv7(system.clock.now());
-  await system.commands.send('InitiateThirdPartyProcessorPayment', {
-    paymentId,
-    paymentSourceId: orderId,
-    conferenceId: conference.id,
-    description: `Registration for ${conference.name}`,
-    totalCents: order.totalCents,
-  });
+  let paymentId: string;
+  try {
+    paymentId = await startOrderPayment(system.commands, system.clock, {
+      orderId,
+      conferenceId: conference.id,
+      description: `Registration for ${conference.name}`,
+      totalCents: order.totalCents,
+      expiresAt: (order.reservationExpiresAt ?? system.clock.now()) + system.config.reservationGraceMs,
+    });
+  } catch (error) {
+    if (!(error instanceof InvalidOperationError)) throw error;
+    return sendPage(reply, 409, messagePage(conference, 'Payment', error.message));
+  }
   return seeOther(reply, withQuery(`/${conference.slug}/third-party-payment`, { paymentId }));
 }
 
