@@ -35,6 +35,13 @@ export interface ConferenceConfig {
    * in a worker thread beside the web's main thread, so that it uses two cores (BACKGROUND_THREAD, default true).
    */
   readonly backgroundThread: boolean;
+  /**
+   * Attempts at an event its handler (the process manager, the reactions, a read model) keeps failing on before it
+   * is parked for an operator (HANDLER_MAX_ATTEMPTS, default 10), the first retry after HANDLER_RETRY_SECONDS
+   * (default 0.1), each next one twice as late, up to 30 s.
+   */
+  readonly handlerMaxAttempts: number;
+  readonly handlerRetryMs: number;
 }
 
 function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number): number {
@@ -44,6 +51,24 @@ function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: numbe
   if (!Number.isFinite(seconds) || seconds <= 0)
     throw new InvalidOptionsError(name, `expected a positive number of seconds, got ${JSON.stringify(raw)}`);
   return Math.round(seconds * 1000);
+}
+
+function wholeNumber(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new InvalidOptionsError(
+      name,
+      `expected a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+    );
+  return value;
 }
 
 function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -100,5 +125,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
     reservationGraceMs: positiveSeconds(env, 'RESERVATION_GRACE_SECONDS', RESERVATION_GRACE_MS),
     leaseMs: positiveSeconds(env, 'LEASE_SECONDS', 10_000),
     backgroundThread: flag(env, 'BACKGROUND_THREAD', true),
+    handlerMaxAttempts: wholeNumber(env, 'HANDLER_MAX_ATTEMPTS', 10, 1, 1000),
+    handlerRetryMs: positiveSeconds(env, 'HANDLER_RETRY_SECONDS', 100),
   };
 }

@@ -302,7 +302,10 @@ describe('StartOrderPayment and CancelOrderPayment', () => {
       () => given(orderDecider, placed).when(startPayment()),
       isError(InvalidOperationError, 'The seats of the order are not reserved yet.'),
     );
-    assert.throws(() => given(orderDecider, confirmed).when(startPayment('payment-2')), InvalidOperationError);
+    assert.throws(
+      () => given(orderDecider, confirmed).when(startPayment('payment-2')),
+      InvalidOperationError,
+    );
     assert.throws(() => given(orderDecider, expired).when(startPayment()), InvalidOperationError);
   });
 });
@@ -324,7 +327,10 @@ describe('ConfirmOrder', () => {
       () => given(orderDecider, reserved).when(confirm),
       isError(InvalidOperationError, 'The order is confirmed by the payment started for it.'),
     );
-    assert.throws(() => given(orderDecider, paying).when(confirmWith({ paymentId: 'payment-2' })), InvalidOperationError);
+    assert.throws(
+      () => given(orderDecider, paying).when(confirmWith({ paymentId: 'payment-2' })),
+      InvalidOperationError,
+    );
     for (const paid of [{ amountCents: 100 }, { amountCents: undefined }, { currency: 'EUR' }]) {
       assert.throws(
         () => given(orderDecider, paying).when(confirmWith(paid)),

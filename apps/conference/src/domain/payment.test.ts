@@ -140,7 +140,9 @@ describe('CompleteThirdPartyProcessorPayment with what the processor took', () =
       data: { paymentId, now },
     });
     assert.deepEqual(
-      given(paymentDecider, limited).when(at(1_000)).map((event) => event.type),
+      given(paymentDecider, limited)
+        .when(at(1_000))
+        .map((event) => event.type),
       ['PaymentCompleted'],
     );
     const late = given(paymentDecider, limited).when(at(1_001));
@@ -152,7 +154,10 @@ describe('CompleteThirdPartyProcessorPayment with what the processor took', () =
   });
 
   test('refuses an amount that is not a positive whole number of cents', () => {
-    const bad: PaymentCommand = { type: 'CompleteThirdPartyProcessorPayment', data: { paymentId, amountCents: 0 } };
+    const bad: PaymentCommand = {
+      type: 'CompleteThirdPartyProcessorPayment',
+      data: { paymentId, amountCents: 0 },
+    };
     assert.throws(() => given(paymentDecider, initiated).when(bad), ValidationError);
   });
 });
@@ -210,7 +215,10 @@ describe('any sequence of commands (property)', () => {
         assert.deepEqual(replay(paymentDecider, events), state);
         const types = events.map((event) => event.type);
         assert.ok(types.length === 0 || (types[0] === 'PaymentInitiated' && types.length <= 3));
-        assert.ok(!types.includes('PaymentRefundDue') || types[1] === 'PaymentCompleted', 'refunds follow payments');
+        assert.ok(
+          !types.includes('PaymentRefundDue') || types[1] === 'PaymentCompleted',
+          'refunds follow payments',
+        );
         assert.ok(types.slice(1).every((type) => type !== 'PaymentInitiated'));
         const last = types.at(-1);
         assert.equal(state.status, last === undefined ? 'New' : statusAfter[last]);

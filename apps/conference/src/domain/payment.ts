@@ -116,9 +116,13 @@ function complete(state: PaymentState, paid: Data<'CompleteThirdPartyProcessorPa
     type: 'PaymentCompleted',
     data: { paymentId, paymentSourceId, amountCents, currency },
   };
-  if (state.expiresAt === undefined || paid.now === undefined || paid.now <= state.expiresAt) return [completed];
+  if (state.expiresAt === undefined || paid.now === undefined || paid.now <= state.expiresAt)
+    return [completed];
   const reason = 'The payment came after the order could take it.';
-  return [completed, { type: 'PaymentRefundDue', data: { paymentId, paymentSourceId, amountCents, currency, reason } }];
+  return [
+    completed,
+    { type: 'PaymentRefundDue', data: { paymentId, paymentSourceId, amountCents, currency, reason } },
+  ];
 }
 
 type Data<Type extends PaymentCommand['type']> = Extract<PaymentCommand, { type: Type }>['data'];

@@ -1,7 +1,7 @@
 /**
  * Health endpoints (Health Endpoint Monitoring) and Prometheus metrics: liveness says the process serves HTTP,
- * readiness that every background part of the system is running; /metrics has the process, the HTTP requests and
- * the system's own counters.
+ * readiness that every background part of the system is running (and whether events wait for an operator);
+ * /metrics has the process, the HTTP requests and the system's own counters.
  */
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
@@ -30,9 +30,16 @@ export async function operationsRoutes(app: FastifyInstance, { system }: Operati
   });
 
   app.get('/health/live', async () => ({ status: 'ok' }));
+  // Ready while every part runs; degraded (still 200: the other orders go on) while events are parked or a handler
+  // keeps failing, which an operator must look at.
   app.get('/health/ready', async (_request, reply) => {
-    const ready = system.ready();
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable' });
+    if (!system.ready()) return reply.code(503).send({ status: 'unavailable' });
+    const parked = Object.values(await system.parkedEvents()).reduce((sum, count) => sum + count, 0);
+    const failing = (await system.backgroundStats()).failingHandlers.map(({ handler }) => handler);
+    const degraded = parked > 0 || failing.length > 0;
+    return reply
+      .code(200)
+      .send({ status: degraded ? 'degraded' : 'ok', parkedEvents: parked, failingHandlers: failing });
   });
   app.get('/metrics', async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()),

@@ -230,7 +230,11 @@ function applyPaymentEvent(session: DocumentSession, event: PaymentEvent): void 
   const view = session.get<PaymentView>(PAYMENT, id);
   if (view === undefined) throw new Error(`payment view: no payment ${id}`);
   if (event.type === 'PaymentRefundDue') session.put(PAYMENT, id, { ...view, refundDue: event.data.reason });
-  else session.put(PAYMENT, id, { ...view, status: event.type === 'PaymentCompleted' ? 'completed' : 'rejected' });
+  else
+    session.put(PAYMENT, id, {
+      ...view,
+      status: event.type === 'PaymentCompleted' ? 'completed' : 'rejected',
+    });
 }
 
 const ORDER_EVENTS: readonly OrderEvent['type'][] = [
