@@ -49,6 +49,7 @@ const distributed =
       DATABASE_URL: postgres.url as string,
       DATABASE_SCHEMA: `conference_${++systems}`,
       DATABASE_POOL_SIZE: '4',
+      OWNER_TOKEN_SECRET: 'a secret all the web processes share, 32+ bytes',
       ...(queues === 'redis'
         ? { REDIS_URL: redis.url as string, REDIS_PREFIX: `${redis.keyPrefix}${systems}:` }
         : {}),
