@@ -378,6 +378,7 @@ describe('the conference system on the embedded default with its background thre
     try {
       await publishedConference(system, { general: 1, workshop: 1 });
       assert.equal(system.ready(), true);
+      assert.equal(await system.liveWorkers(), 1, 'the background thread is the worker');
       const stats = await system.backgroundStats();
       assert.deepEqual(stats.viewLag.map((lag) => lag.view).sort(), ['conferences', 'orders']);
       const registry = new Registry();
@@ -395,6 +396,15 @@ describe('the conference system scaled out (PostgreSQL + Redis, two workers, a w
   skip: postgres.skip ?? redis.skip,
 }, () => {
   scenarios(distributed('redis'));
+
+  test('the web process counts the workers alive', async () => {
+    const { system, stop } = await distributed('redis')();
+    try {
+      assert.equal(await system.liveWorkers(), 2);
+    } finally {
+      await stop();
+    }
+  });
 });
 
 describe('the conference system scaled out on PostgreSQL alone (queues too)', { skip: postgres.skip }, () => {

@@ -42,6 +42,7 @@ import {
   registerCommandHandlers,
 } from './services.js';
 import { DocumentWaits } from './waiting.js';
+import { liveWorkers, WorkerPresence } from './worker-presence.js';
 
 /** Commands issued on the web (a registrant's or owner's request), run in the web process. */
 const WEB_COMMANDS: readonly CommandType[] = [
@@ -81,6 +82,8 @@ export interface ConferenceSystem {
   absent(collection: string, id: string): void;
   /** Whether the system can serve: every background part is running. */
   ready(): boolean;
+  /** The worker processes (or threads) alive in the deployment: with none, orders wait in the queues. */
+  liveWorkers(): Promise<number>;
   /** What the background parts report: view lag and the process manager's outcomes (empty where none run). */
   backgroundStats(): Promise<BackgroundStats>;
   /** Adds the system's gauges (queues, view lag, process results) to a Prometheus registry. */
@@ -264,6 +267,8 @@ export async function startConferenceSystem(
     });
     await election.start();
   }
+  const presence = runsWorker ? new WorkerPresence(infrastructure.leases, clock, config.leaseMs) : undefined;
+  await presence?.start();
   const running = runners.map((runner) => runner.start());
   for (const run of running) run.catch(() => (failed = true));
   const management = new ConferenceManagement(store, repositories, clock);
@@ -280,6 +285,7 @@ export async function startConferenceSystem(
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     absent: (collection, id) => waits.absent(collection, id),
     ready: () => !failed,
+    liveWorkers: () => liveWorkers(infrastructure.leases, clock),
     async backgroundStats() {
       if (options.backgroundStats !== undefined) return options.backgroundStats();
       const viewLag = [];
@@ -292,6 +298,7 @@ export async function startConferenceSystem(
       registerSystemMetrics(registry, queueMetrics, () => system.backgroundStats());
     },
     async stop() {
+      await presence?.stop();
       queueMetrics?.stop();
       for (const consumer of consumers) await consumer.close();
       await election?.stop();
