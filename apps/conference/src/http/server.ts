@@ -32,10 +32,13 @@ export async function buildServer(
     // Node checks the request and headers timeouts every connectionsCheckingInterval (30 s by default).
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
   };
-  const logger = options.logger ?? { level: 'info' };
+  const logger = options.logger ?? true;
   const app: FastifyInstance =
     options.loggerInstance === undefined
-      ? Fastify({ ...settings, logger: typeof logger === 'boolean' ? logger : logOptions(logger.level) })
+      ? Fastify({
+          ...settings,
+          logger: logger !== false && logOptions(logger === true ? 'info' : logger.level),
+        })
       : Fastify({ ...settings, loggerInstance: options.loggerInstance });
   securityHeaders(app);
   await app.register(operationsRoutes, { system, metrics: metricsAccess(config) });
