@@ -33,6 +33,7 @@ describe('SIGKILL of worker processes during registrations', { skip: postgres.sk
       RESERVATION_WINDOW_SECONDS: '6',
       RESERVATION_GRACE_SECONDS: '1',
       LEASE_SECONDS: '2',
+      OWNER_TOKEN_SECRET: 'a secret all the web processes share, 32+ bytes',
     };
     const startWorker = async () => {
       const child = runChild(worker, { env: { ...env, ROLE: 'worker' }, lifetimeMs: 55_000 });

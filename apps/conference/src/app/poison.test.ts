@@ -86,7 +86,7 @@ test('a poison event is parked and reported; every other order goes on (finding 
 
     const ready = await server.inject({ method: 'GET', url: '/health/ready' });
     assert.equal(ready.statusCode, 200, 'still ready: the other orders go on');
-    assert.deepEqual(ready.json(), { status: 'degraded', parkedEvents: 1, failingHandlers: [] });
+    assert.deepEqual(ready.json(), { status: 'degraded', workers: 1, parkedEvents: 1, failingHandlers: [] });
     const metrics = (await server.inject({ method: 'GET', url: '/metrics' })).body;
     assert.match(metrics, /^conference_parked_events\{subscription="projection:orders@\d+"\} 1$/m);
 

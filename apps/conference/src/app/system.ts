@@ -43,6 +43,7 @@ import {
   registerCommandHandlers,
 } from './services.js';
 import { DocumentWaits } from './waiting.js';
+import { liveWorkers, WorkerPresence } from './worker-presence.js';
 
 /** Commands issued on the web (a registrant's or owner's request), run in the web process. */
 const WEB_COMMANDS: readonly CommandType[] = [
@@ -88,6 +89,8 @@ export interface ConferenceSystem {
    * each is an order or a view that waits for an operator (`stratus parked`).
    */
   parkedEvents(): Promise<Record<string, number>>;
+  /** The worker processes (or threads) alive in the deployment: with none, orders wait in the queues. */
+  liveWorkers(): Promise<number>;
   /** What the background parts report: view lag and the process manager's outcomes (empty where none run). */
   backgroundStats(): Promise<BackgroundStats>;
   /** Adds the system's gauges (queues, view lag, process results) to a Prometheus registry. */
@@ -312,6 +315,8 @@ export async function startConferenceSystem(
     });
     await election.start();
   }
+  const presence = runsWorker ? new WorkerPresence(infrastructure.leases, clock, config.leaseMs) : undefined;
+  await presence?.start();
   const running = runners.map((runner) => runner.start());
   for (const run of running) run.catch(() => (failed = true));
   const management = new ConferenceManagement(store, repositories, clock);
@@ -329,6 +334,7 @@ export async function startConferenceSystem(
     absent: (collection, id) => waits.absent(collection, id),
     ready: () => !failed,
     parkedEvents: () => store.parkedCounts(),
+    liveWorkers: () => liveWorkers(infrastructure.leases, clock),
     async backgroundStats() {
       if (options.backgroundStats !== undefined) return options.backgroundStats();
       const viewLag = [];
@@ -349,6 +355,7 @@ export async function startConferenceSystem(
       );
     },
     async stop() {
+      await presence?.stop();
       queueMetrics?.stop();
       for (const consumer of consumers) await consumer.close();
       await election?.stop();

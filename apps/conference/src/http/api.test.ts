@@ -11,7 +11,7 @@ import { ACCESS_CODE_PATTERN } from '../domain/access-code.js';
 import type { OrderStatus } from '../read-models/order-view.js';
 import { apiRoutes } from './api.js';
 import { operations } from './openapi.js';
-import { ownerTokenSecret, signOwnerToken, verifyOwnerToken } from './owner-token.js';
+import { signOwnerToken, verifyOwnerToken } from './owner-token.js';
 
 const SECRET = 'a secret for the tests';
 const directory = mkdtempSync(join(tmpdir(), 'conference-api-'));
@@ -322,13 +322,6 @@ describe('conference owners', () => {
     assert.equal(claims?.conferenceId, mine.id);
     assert.ok((claims?.exp ?? 0) > Date.now() + 60 * 60_000);
     assert.equal(verifyOwnerToken(mine.token, Buffer.from(SECRET), (claims?.exp ?? 0) + 1), undefined);
-  });
-
-  test('the token secret comes from OWNER_TOKEN_SECRET, else is random per process', () => {
-    assert.deepEqual(ownerTokenSecret({ OWNER_TOKEN_SECRET: 'abc' }), Buffer.from('abc'));
-    const random = ownerTokenSecret({});
-    assert.equal(random.length, 32);
-    assert.equal(ownerTokenSecret({ OWNER_TOKEN_SECRET: '' }), random);
   });
 
   test('GET and PATCH /api/conferences/:id show and change the details', async () => {

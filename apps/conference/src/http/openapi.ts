@@ -211,7 +211,8 @@ export const schemas = {
         minimum: 0,
         maximum: 30,
         description:
-          'Seconds to wait for the order to leave `pending` (or reach a status of `until`) before answering.',
+          'Seconds to wait for the order to leave `pending` (or reach a status of `until`) before answering; at ' +
+          'most 30 (a long poll is capped: a larger value is refused with 400).',
       },
       until: {
         type: 'string',

@@ -6,7 +6,7 @@ import { HttpError } from './errors.js';
 import { type Handlers, param } from './support.js';
 
 export interface OwnerTokenOptions {
-  /** The HMAC key of owner tokens; default OWNER_TOKEN_SECRET, else a random key for this process. */
+  /** The HMAC key of owner tokens; default the configured one, else the data directory's (ownerTokenSecret). */
   readonly ownerTokenSecret?: string;
   /** How long an owner token is valid; default 12 hours. */
   readonly ownerTokenTtlMs?: number;
@@ -15,7 +15,9 @@ export interface OwnerTokenOptions {
 export function ownerAuth(system: ConferenceSystem, options: OwnerTokenOptions) {
   const { queries, clock } = system;
   const secret =
-    options.ownerTokenSecret === undefined ? ownerTokenSecret() : Buffer.from(options.ownerTokenSecret);
+    options.ownerTokenSecret === undefined
+      ? ownerTokenSecret(system.config)
+      : Buffer.from(options.ownerTokenSecret);
   const tokenTtlMs = options.ownerTokenTtlMs ?? OWNER_TOKEN_TTL_MS;
 
   /** The onRequest hook of the owner's operations: a valid token for the conference `{id}`, else 401 or 403. */

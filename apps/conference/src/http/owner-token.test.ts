@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { InvalidOptionsError } from '@stratus/core';
+import { OWNER_SECRET_FILE, ownerTokenSecret, signOwnerToken, verifyOwnerToken } from './owner-token.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'conference-owner-token-'));
+after(() => rmSync(directory, { recursive: true, force: true }));
+
+describe('the owner token secret', () => {
+  test('OWNER_TOKEN_SECRET when configured', () => {
+    const configured = 'x'.repeat(32);
+    assert.deepEqual(
+      ownerTokenSecret({ ownerTokenSecret: configured, dataDir: join(directory, 'unused') }),
+      Buffer.from(configured),
+    );
+  });
+
+  test('else one generated on first start, kept in the data directory (0600) and used again after a restart', () => {
+    const dataDir = join(directory, 'embedded');
+    const first = ownerTokenSecret({ ownerTokenSecret: undefined, dataDir });
+    assert.ok(first.length >= 32);
+    assert.equal(statSync(join(dataDir, OWNER_SECRET_FILE)).mode & 0o777, 0o600);
+    const token = signOwnerToken({ conferenceId: 'c1', exp: 2_000 }, first);
+    // A restart reads the same secret: the owner's token still holds.
+    const again = ownerTokenSecret({ ownerTokenSecret: undefined, dataDir });
+    assert.deepEqual(again, first);
+    assert.equal(verifyOwnerToken(token, again, 1_000)?.conferenceId, 'c1');
+    assert.notDeepEqual(
+      ownerTokenSecret({ ownerTokenSecret: undefined, dataDir: join(directory, 'other') }),
+      first,
+    );
+  });
+
+  test('a kept secret that is too short is refused', () => {
+    const dataDir = join(directory, 'short');
+    ownerTokenSecret({ ownerTokenSecret: undefined, dataDir });
+    writeFileSync(join(dataDir, OWNER_SECRET_FILE), 'short');
+    assert.throws(
+      () => ownerTokenSecret({ ownerTokenSecret: undefined, dataDir }),
+      (error: unknown) => error instanceof InvalidOptionsError && error.option === 'OWNER_TOKEN_SECRET',
+    );
+  });
+});
