@@ -10,7 +10,7 @@
  * refuses shows its message, with a 400.
  *
  * Public registration site (`{slug}` is the conference code):
- *   GET  /                                         published conferences
+ *   GET  /[?after|before]                          published conferences, 20 a page (cursor: a conference id)
  *   GET  /{slug}                                   conference home ("Register", "Locate Registration")
  *   GET  /{slug}/register[?orderId]                choose seats (0..20 per type, "Sold out"); with orderId: re-choose
  *   POST /{slug}/register                          RegisterToConference → /{slug}/registrant
