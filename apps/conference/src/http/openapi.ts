@@ -8,7 +8,6 @@
  */
 import { apiInputs } from './schemas/inputs.js';
 import { arrayOf, date, type JsonSchema, nullable, object, price, uuid } from './schemas/json-schema.js';
-import { slug } from './schemas/text.js';
 
 const { PersonalInfo: personalInfo, ConferenceChanges } = apiInputs;
 const seatAssignment = object({
@@ -351,7 +350,11 @@ const PARAMETERS: Readonly<Record<string, JsonSchema>> = {
   orderId: uuid,
   paymentId: uuid,
   position: { type: 'integer', minimum: 0 },
-  slug,
+  slug: {
+    type: 'string',
+    description:
+      "A conference's slug (see NewConference); a path that cannot name one is simply not found (404).",
+  },
 };
 
 const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });

@@ -12,8 +12,9 @@ import type { SchemaError } from './messages.js';
 export type Validator = ((value: unknown) => boolean) & { errors?: readonly SchemaError[] | null };
 
 const compilers = AjvCompiler();
-// allErrors (off by default against costly inputs) stays cheap: the only patterns are single character classes
-// (linear) and there is no uniqueItems, so checking every value is linear in the body, whose size Fastify bounds.
+// allErrors (off by default against costly inputs) stays cheap: the patterns of bodies and forms are single
+// character classes (linear) and there is no uniqueItems, so checking every value is linear in the body, whose size
+// Fastify bounds.
 const strict = compilers(
   {},
   { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
