@@ -270,14 +270,17 @@ describe('conference owners', () => {
     assertStatus(await call('POST', '/api/conferences', { body: valid }), 201);
   });
 
-  test('a slug already taken, in any case, answers 409', async () => {
+  test('a slug already taken answers 409; slugs are lower case, so no other case can take it', async () => {
     const slug = newSlug();
     const body = { ...details, slug, ownerName: 'Ann', ownerEmail: 'ann@example.com' };
     assertStatus(await call('POST', '/api/conferences', { body }), 201);
     assertStatus(await call('POST', '/api/conferences', { body }), 409);
-    assertStatus(
-      await call('POST', '/api/conferences', { body: { ...body, slug: slug.toUpperCase() } }),
-      409,
+    assert.match(
+      assertInvalid(
+        await call('POST', '/api/conferences', { body: { ...body, slug: slug.toUpperCase() } }),
+        'slug',
+      ),
+      /lowercase letters/,
     );
   });
 
@@ -829,6 +832,11 @@ describe('the API document and errors', () => {
       20,
     );
     assert.deepEqual(document.paths['/api/conferences/{id}'].get.security, [{ ownerToken: [] }]);
+    // The input rules, as the routes check them (./schemas).
+    const { slug, name, description } = document.components.schemas.NewConference.properties;
+    assert.deepEqual([slug.maxLength, slug.pattern], [50, '^[a-z0-9_-]*$']);
+    assert.deepEqual([name.maxLength, description.maxLength], [100, 2000]);
+    assert.ok(name.pattern.includes('\\u0000') && name.pattern.includes('\\ud800'), name.pattern);
     assert.ok(placing.responses['202'].headers.Location);
   });
 

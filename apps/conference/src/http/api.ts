@@ -2,7 +2,8 @@
  * The JSON API (a Fastify plugin): the owner's side (conferences, seat types, publishing, orders) behind a bearer
  * token, and the registrant's side mirroring the public web flow (order seats, wait for the reservation, name the
  * registrant, pay or confirm a free order, find the order, assign seats). Routes, schemas and the OpenAPI document
- * come from one table (openapi.ts); the handlers of its operations live in ./api/, by topic.
+ * come from one table (openapi.ts), whose request schemas are the inputs the web forms share (./schemas/inputs.ts);
+ * the handlers of its operations live in ./api/, by topic.
  *
  * Writes answer once the read models show them (bounded by SETTLE_MS), so a caller's next read sees its own write;
  * the seat reservation itself stays asynchronous (202 + Location, then GET with `?wait=`).
@@ -15,10 +16,10 @@ import { ownerConferenceHandlers } from './api/owner-conferences.js';
 import { ownerSeatTypeHandlers } from './api/owner-seat-types.js';
 import { paymentHandlers } from './api/payments.js';
 import { registrationHandlers } from './api/registration.js';
-import { apiSchemaCompiler } from './api/schema-compiler.js';
 import { seatAssignmentHandlers } from './api/seat-assignments.js';
 import type { Handlers } from './api/support.js';
 import { type ApiOperation, type OperationId, openApiDocument, operations, schemas } from './openapi.js';
+import { apiSchemaCompiler } from './schemas/compiler.js';
 
 export interface ApiOptions extends OwnerTokenOptions {
   readonly system: ConferenceSystem;

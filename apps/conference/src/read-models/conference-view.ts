@@ -1,7 +1,8 @@
 /**
  * The conference read model (the Journey's ConferenceViewModelGenerator): one document per conference with its seat
  * types and how many seats of each are still available, plus one per slug and one per owner login, so each lookup
- * reads a document by id (which readers can cache until it changes). The runner
+ * reads a document by id (which readers can cache until it changes), and a summary of each published conference,
+ * so the public list reads a page of them, never every conference. The runner
  * applies each event exactly once (the position commits with the documents), so the Journey's version guards
  * against duplicates are not needed here.
  */
@@ -43,6 +44,17 @@ export interface ConferenceView {
   readonly remaining: Readonly<Record<string, number>>;
 }
 
+/** A published conference as the public list shows it (id: the conference's, so the list is in creation order). */
+export interface PublishedConferenceView {
+  readonly id: string;
+  readonly slug: string;
+  readonly name: string;
+  readonly tagline: string;
+  readonly location: string;
+  readonly startDate: string;
+  readonly endDate: string;
+}
+
 /** Finds a conference by its slug (which never changes). */
 export interface ConferenceSlugView {
   readonly conferenceId: string;
@@ -56,6 +68,8 @@ export interface OwnerLoginView {
 export const CONFERENCE = 'conference';
 export const CONFERENCE_SLUG = 'conferenceSlug';
 export const OWNER_LOGIN = 'ownerLogin';
+/** Only while the conference is published. */
+export const PUBLISHED_CONFERENCE = 'publishedConference';
 
 /** The lookup key of an owner login: e-mail compared case-insensitively, the code exactly. */
 export function ownerLoginId(email: string, accessCode: string): string {
@@ -83,18 +97,31 @@ function update(
   session: DocumentSession,
   id: string,
   change: (view: ConferenceView) => ConferenceView,
-): void {
+): ConferenceView {
   const view = session.get<ConferenceView>(CONFERENCE, id);
   // Events of one conference arrive in order and ConferenceCreated comes first, so a miss is a bug worth seeing.
   if (view === undefined) throw new Error(`conference view: no conference ${id}`);
   const next = change(view);
   session.put(CONFERENCE, id, next, next.slug);
+  return next;
+}
+
+/** The events that change what the public list shows of a conference. */
+const LISTED = new Set(['ConferenceUpdated', 'ConferencePublished', 'ConferenceUnpublished']);
+
+/** Puts the conference's summary on the public list as it now is, or takes it off once unpublished. */
+function relist(session: DocumentSession, view: ConferenceView): void {
+  const { id, slug, name, tagline, location, startDate, endDate } = view;
+  if (view.isPublished) {
+    const summary: PublishedConferenceView = { id, slug, name, tagline, location, startDate, endDate };
+    session.put(PUBLISHED_CONFERENCE, id, summary);
+  } else if (session.get(PUBLISHED_CONFERENCE, id) !== undefined) session.delete(PUBLISHED_CONFERENCE, id);
 }
 
 export const conferenceView: DocumentProjectionDefinition = {
   name: 'conferences',
-  // 2: slug documents.
-  version: 2,
+  // 2: slug documents; 3: the published conferences' summaries.
+  version: 3,
   eventTypes: [
     'ConferenceCreated',
     'ConferenceUpdated',
@@ -108,7 +135,9 @@ export const conferenceView: DocumentProjectionDefinition = {
     'SeatsReservationCancelled',
   ],
   documentsOf(event): DocumentKey[] {
-    const keys: DocumentKey[] = [{ collection: CONFERENCE, id: conferenceIdOf(event as ViewEvent) }];
+    const id = conferenceIdOf(event as ViewEvent);
+    const keys: DocumentKey[] = [{ collection: CONFERENCE, id }];
+    if (LISTED.has(event.type)) keys.push({ collection: PUBLISHED_CONFERENCE, id });
     if (event.type === 'ConferenceCreated') {
       const { owner, accessCode, slug } = event.data as { owner: Owner; accessCode: string; slug: string };
       keys.push(
@@ -144,12 +173,21 @@ export const conferenceView: DocumentProjectionDefinition = {
       }
       case 'ConferenceUpdated': {
         const { conferenceId: _, ...details } = event.data;
-        return update(session, id, (view) => ({ ...view, ...details }));
+        return relist(
+          session,
+          update(session, id, (view) => ({ ...view, ...details })),
+        );
       }
       case 'ConferencePublished':
-        return update(session, id, (view) => ({ ...view, isPublished: true, wasEverPublished: true }));
+        return relist(
+          session,
+          update(session, id, (view) => ({ ...view, isPublished: true, wasEverPublished: true })),
+        );
       case 'ConferenceUnpublished':
-        return update(session, id, (view) => ({ ...view, isPublished: false }));
+        return relist(
+          session,
+          update(session, id, (view) => ({ ...view, isPublished: false })),
+        );
       case 'SeatCreated': {
         const { seatTypeId, name, description, priceCents, quantity } = event.data;
         return update(session, id, (view) => ({

@@ -9,6 +9,7 @@ import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { fromCents } from '../../domain/pricing.js';
 import type { ConferenceView } from '../../read-models/conference-view.js';
 import { ORDER, type OrderView } from '../../read-models/order-view.js';
+import { isSlugParam } from '../schemas/text.js';
 import {
   assertOpen,
   existingOrder,
@@ -18,8 +19,6 @@ import {
   settle,
   uuidParam,
 } from './support.js';
-
-const SLUG = /^\w{1,100}$/;
 
 interface SeatSelectionBody {
   readonly seats: readonly { readonly seatTypeId: string; readonly quantity: number }[];
@@ -34,7 +33,7 @@ export function registrationHandlers(system: ConferenceSystem): RegistrationHand
   const { queries, commands, clock } = system;
 
   async function publishedConference(slug: string): Promise<ConferenceView> {
-    const view = SLUG.test(slug) ? await queries.conferenceBySlug(slug) : undefined;
+    const view = isSlugParam(slug) ? await queries.conferenceBySlug(slug) : undefined;
     if (view === undefined || !view.isPublished) throw new NotFoundError('Conference', slug);
     return view;
   }

@@ -4,10 +4,13 @@
  *
  * Routes (none can collide with `/api/...`, `/health/...` or `/metrics`: Fastify matches static segments before
  * parameters, so a conference slugged `api`, `manage`, `payment`, `health` or `metrics` would be unreachable on the
- * public site; owners should not pick those):
+ * public site; those slugs are refused, see domain/slug.ts):
+ *
+ * Every form is read through the schema of the same input on the API (../schemas): a field the schema or the domain
+ * refuses shows its message, with a 400.
  *
  * Public registration site (`{slug}` is the conference code):
- *   GET  /                                         published conferences
+ *   GET  /[?after|before]                          published conferences, 20 a page (cursor: a conference id)
  *   GET  /{slug}                                   conference home ("Register", "Locate Registration")
  *   GET  /{slug}/register[?orderId]                choose seats (0..20 per type, "Sold out"); with orderId: re-choose
  *   POST /{slug}/register                          RegisterToConference → /{slug}/registrant

@@ -4,9 +4,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../../../app/system.js';
+import { detailsProblems, newConferenceProblems } from '../../../domain/conference.js';
 import type { ConferenceDetails } from '../../../domain/contracts.js';
-import { ConflictError, ValidationError } from '../../../domain/errors.js';
-import { type Fields, fieldsOf, seeOther, sendPage } from '../support.js';
+import { ConflictError } from '../../../domain/errors.js';
+import { readForm } from '../../schemas/forms.js';
+import { apiInputs } from '../../schemas/inputs.js';
+import { fieldsOf, seeOther, sendPage } from '../support.js';
 import {
   conferenceDetailsPage,
   createConferencePage,
@@ -17,17 +20,10 @@ import {
 import { manageUrl, OWNER_TEXT } from '../views/owner-page.js';
 import { ownedConferenceOf } from './owner-support.js';
 
-function detailsFrom(values: Fields): ConferenceDetails {
-  const text = (name: string) => (values[name] ?? '').trim();
-  return {
-    name: text('name'),
-    description: text('description'),
-    location: text('location'),
-    tagline: text('tagline'),
-    twitterSearch: text('twitterSearch'),
-    startDate: text('startDate'),
-    endDate: text('endDate'),
-  };
+/** Only the detail fields (a form carries others). */
+function detailsFrom(values: Readonly<Record<keyof ConferenceDetails, string>>): ConferenceDetails {
+  const { name, description, location, tagline, twitterSearch, startDate, endDate } = values;
+  return { name, description, location, tagline, twitterSearch, startDate, endDate };
 }
 
 export function ownerConferenceRoutes(app: FastifyInstance, system: ConferenceSystem): void {
@@ -38,9 +34,10 @@ export function ownerConferenceRoutes(app: FastifyInstance, system: ConferenceSy
   app.get('/manage/locate', async (_request, reply) => sendPage(reply, 200, locatePage('')));
 
   app.post('/manage/locate', async (request, reply) => {
-    const values = fieldsOf(request.body);
-    const email = (values.email ?? '').trim();
-    const accessCode = (values.accessCode ?? '').trim();
+    const { values, problems } = readForm(apiInputs.OwnerLogin, fieldsOf(request.body));
+    const { email, accessCode } = values;
+    const problem = Object.values(problems)[0];
+    if (problem !== undefined) return sendPage(reply, 400, locatePage(email, problem));
     const conferenceId =
       email === '' || accessCode === '' ? undefined : await queries.ownerLogin(email, accessCode);
     if (conferenceId === undefined) return sendPage(reply, 200, locatePage(email, OWNER_TEXT.locateFailed));
@@ -50,17 +47,18 @@ export function ownerConferenceRoutes(app: FastifyInstance, system: ConferenceSy
   app.get('/manage/create', async (_request, reply) => sendPage(reply, 200, createConferencePage({}, {})));
 
   app.post('/manage/create', async (request, reply) => {
-    const values = fieldsOf(request.body);
+    const { values, problems } = readForm(apiInputs.NewConference, fieldsOf(request.body));
+    const conference = {
+      slug: values.slug,
+      owner: { name: values.ownerName, email: values.ownerEmail },
+      details: detailsFrom(values),
+    };
+    const errors = { ...newConferenceProblems(conference), ...problems };
+    if (Object.keys(errors).length > 0) return sendPage(reply, 400, createConferencePage(values, errors));
     try {
-      const created = await management.create({
-        slug: (values.slug ?? '').trim(),
-        owner: { name: (values.ownerName ?? '').trim(), email: (values.ownerEmail ?? '').trim() },
-        details: detailsFrom(values),
-      });
+      const created = await management.create(conference);
       return seeOther(reply, `/manage/${created.slug}/${created.accessCode}`);
     } catch (error) {
-      if (error instanceof ValidationError)
-        return sendPage(reply, 400, createConferencePage(values, error.fields));
       if (error instanceof ConflictError)
         return sendPage(reply, 409, createConferencePage(values, { slug: OWNER_TEXT.slugTaken }));
       throw error;
@@ -82,14 +80,12 @@ export function ownerConferenceRoutes(app: FastifyInstance, system: ConferenceSy
   app.post('/manage/:slug/:accessCode/edit', async (request, reply) => {
     const conference = await ownedConferenceOf(system, request.params, reply);
     if (conference === undefined) return reply;
-    const values = fieldsOf(request.body);
-    try {
-      await management.update(conference.conferenceId, detailsFrom(values));
-    } catch (error) {
-      if (error instanceof ValidationError)
-        return sendPage(reply, 400, editConferencePage(conference, values, error.fields));
-      throw error;
-    }
+    const { values, problems } = readForm(apiInputs.ConferenceChanges, fieldsOf(request.body));
+    const details = detailsFrom(values);
+    const errors = { ...detailsProblems(details), ...problems };
+    if (Object.keys(errors).length > 0)
+      return sendPage(reply, 400, editConferencePage(conference, values, errors));
+    await management.update(conference.conferenceId, details);
     return seeOther(reply, manageUrl(conference));
   });
 

@@ -2,6 +2,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ConferenceSystem } from '../../../app/system.js';
 import type { Conference } from '../../../domain/conference.js';
+import { isSlugParam } from '../../schemas/text.js';
 import { fieldsOf, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { OWNER_TEXT, ownerMessagePage } from '../views/owner-page.js';
 
@@ -16,10 +17,9 @@ export async function ownedConferenceOf(
   reply: FastifyReply,
 ): Promise<Conference | undefined> {
   const { slug, accessCode } = fieldsOf(params);
-  const view =
-    slug === undefined || !/^\w+$/.test(slug)
-      ? undefined
-      : await system.waitFor(() => system.queries.conferenceBySlug(slug), VIEW_WAIT_MS);
+  const view = isSlugParam(slug)
+    ? await system.waitFor(() => system.queries.conferenceBySlug(slug), VIEW_WAIT_MS)
+    : undefined;
   if (view === undefined) {
     sendPage(reply, 404, ownerMessagePage('Not found', OWNER_TEXT.notFound));
     return undefined;

@@ -7,6 +7,8 @@ import { startOrderPayment } from '../../../app/payments.js';
 import type { ConferenceSystem } from '../../../app/system.js';
 import { InvalidOperationError } from '../../../domain/errors.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
+import { readForm } from '../../schemas/forms.js';
+import { siteInputs } from '../../schemas/inputs.js';
 import { money } from '../layout.js';
 import { fieldsOf, isId, isLocalPath, seeOther, sendPage, VIEW_WAIT_MS, wholeNumber } from '../support.js';
 import { completedOrderPage, paymentUnknownPage, reservationUnknownPage } from '../views/order-status.js';
@@ -151,21 +153,28 @@ export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem): v
     });
   }
 
+  /** What the processor is handed (the query, then the posted form), if it is valid. */
+  function paymentRequest(source: unknown) {
+    const { values, problems } = readForm(siteInputs.PaymentRequest, fieldsOf(source));
+    const valid =
+      Object.keys(problems).length === 0 &&
+      isLocalPath(values.returnUrl) &&
+      isLocalPath(values.cancelReturnUrl);
+    return valid ? values : undefined;
+  }
+
   // The simulated third-party payment processor (the Journey's Payments area).
   app.get('/payment', async (request, reply) => {
-    const query = fieldsOf(request.query);
-    const { returnUrl, cancelReturnUrl } = query;
-    if (!isLocalPath(returnUrl) || !isLocalPath(cancelReturnUrl))
-      return message(reply, 400, undefined, 'The payment request is not valid.');
-    const itemName = query.itemName ?? '';
-    const itemAmount = query.itemAmount ?? '';
-    return sendPage(reply, 200, paymentProcessorPage({ itemName, itemAmount, returnUrl, cancelReturnUrl }));
+    const payment = paymentRequest(request.query);
+    if (payment === undefined) return message(reply, 400, undefined, 'The payment request is not valid.');
+    return sendPage(reply, 200, paymentProcessorPage(payment));
   });
 
   app.post('/payment', async (request, reply) => {
-    const { returnUrl, cancelReturnUrl, outcome } = fieldsOf(request.body);
-    if (!isLocalPath(returnUrl) || !isLocalPath(cancelReturnUrl))
-      return message(reply, 400, undefined, 'The payment request is not valid.');
+    const payment = paymentRequest(request.body);
+    if (payment === undefined) return message(reply, 400, undefined, 'The payment request is not valid.');
+    const { returnUrl, cancelReturnUrl } = payment;
+    const { outcome } = fieldsOf(request.body);
     return seeOther(reply, outcome === 'accepted' ? returnUrl : cancelReturnUrl);
   });
 }
