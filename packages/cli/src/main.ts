@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { EventStore, openEventStoreBackend } from '@stratus/eventsourcing';
 import { Messaging, openMessageBackend } from '@stratus/messaging';
 import { runDemo } from './demo/demo.js';
 import { openEventLog } from './event-log.js';
+import { listParked, parkedSelection } from './parked.js';
 import { listDeadLetters, selectDeadLetters, showQueues } from './queues.js';
 
 const usage = `Usage: stratus <command> [options]
@@ -22,13 +24,20 @@ Commands:
   dead-letters <queue> [--resend all|<seq,...>] [--purge all|<seq,...>] [--limit <n>]
           Lists the dead letters of a queue (sequence, id, when, deliveries, reason), or puts
           them back in the queue, or deletes them.
+  parked [<subscription>] [--retry all|<position,...>] [--skip all|<position,...>] [--limit <n>]
+          The events subscriptions and projections set aside after their handler kept failing: how
+          many per subscription, or one subscription's (position, type, stream, when, why); or asks
+          the running subscription to handle them again, in order, or drops them.
   help    Show this text.
 
 The queue commands take --backend <url> (default $STRATUS_MESSAGING_URL, else sqlite:./.data/messages.db):
 sqlite:<path>, postgres://..., redis://... or memory:.
+The parked command takes --store <url> (default $STRATUS_EVENTSTORE_URL, else sqlite:./.data/events.db):
+sqlite:<path> or postgres://...?schema=<schema>.
 `;
 
 const DEFAULT_BACKEND = 'sqlite:./.data/messages.db';
+const DEFAULT_EVENT_STORE = 'sqlite:./.data/events.db';
 
 export class UsageError extends Error {}
 
@@ -50,6 +59,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (command === 'queues' || command === 'dead-letters') return queueCommand(command, rest);
+  if (command === 'parked') return parkedCommand(rest);
   if (command !== 'demo') throw new UsageError(`Unknown command "${command}"`);
   const { values } = parseArgs({
     args: [...rest],
@@ -131,6 +141,42 @@ async function queueCommand(command: 'queues' | 'dead-letters', args: readonly s
     return 0;
   } finally {
     await messaging.close();
+  }
+}
+
+async function parkedCommand(args: readonly string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    options: {
+      store: { type: 'string' },
+      retry: { type: 'string' },
+      skip: { type: 'string' },
+      limit: { type: 'string' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [subscription] = positionals;
+  if ((values.retry !== undefined || values.skip !== undefined) && subscription === undefined)
+    throw new UsageError('--retry and --skip need a subscription name');
+  const url = values.store ?? process.env.STRATUS_EVENTSTORE_URL ?? DEFAULT_EVENT_STORE;
+  const store = new EventStore({ backend: openEventStoreBackend(url) });
+  const write = (text: string) => process.stdout.write(text);
+  try {
+    if (subscription !== undefined && values.retry !== undefined) {
+      const marked = await store.retryParked(subscription, parkedSelection(values.retry));
+      write(
+        `Asked "${subscription}" to retry ${marked} parked event(s); it does within its poll interval.\n`,
+      );
+    } else if (subscription !== undefined && values.skip !== undefined) {
+      const skipped = await store.skipParked(subscription, parkedSelection(values.skip));
+      write(`Skipped ${skipped} parked event(s) of "${subscription}".\n`);
+    } else {
+      await listParked(store, write, subscription, Math.floor(positiveNumber('limit', values.limit, 1000)));
+    }
+    return 0;
+  } finally {
+    await store.close();
   }
 }
 

@@ -1,4 +1,5 @@
 export * from './abort.js';
+export * from './backend-url.js';
 export * from './backoff.js';
 export * from './clock.js';
 export * from './deadline.js';

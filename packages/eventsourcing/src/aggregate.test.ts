@@ -345,6 +345,19 @@ describe('AggregateRepository', () => {
     assert.equal(after.version, 3);
   });
 
+  it('checks a refusal decided on a trusted cache entry against the stream before throwing it', async () => {
+    const { repository, store, reads } = setup({ cache: { trustMs: 1000 } });
+    await repository.execute('7', { kind: 'deposit', amount: 10 });
+    // Another process deposits behind the cache's back: the cached balance (10) would refuse this withdrawal.
+    await store.appendToStream('account-7', [{ type: 'Deposited', data: { amount: 5 } }]);
+    const before = reads();
+    const after = await repository.execute('7', { kind: 'withdraw', amount: 12 });
+    assert.equal(after.state.balance, 3);
+    assert.equal(reads(), before + 1, 'one read of the stream, for the refusal');
+    // A refusal that holds on the stream too is thrown, after that one read.
+    await assert.rejects(repository.execute('7', { kind: 'withdraw', amount: 100 }));
+  });
+
   it('with immediateAppends, asks the store to commit each append at once', async () => {
     const plain = setup();
     await plain.repository.handle('1', () => ({ type: 'Opened', data: { owner: 'ann' } }));

@@ -205,8 +205,11 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
     const retry = options.retryOnConflict !== false && options.expectedVersion === undefined;
     const eventId = eventIdsOf(options.eventIds);
     let guessNew = options.assumeNew === true && options.expectedVersion === undefined;
+    let checkedRefusal = false;
     for (let attempt = 1; ; attempt++) {
       const guessing = guessNew && this.#cache?.get(streamName) === undefined;
+      // A trusted cache entry is used without reading the stream: a refusal decided on it is checked on the stream.
+      const trusted = !guessing && this.#cache?.get(streamName)?.trusted === true;
       // A guess that turns out wrong (the stream exists, or the initial state decides nothing or refuses) is
       // dropped for a real load, and that attempt does not count.
       const dropGuess = () => {
@@ -221,6 +224,13 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
       try {
         decided = decide(current.state);
       } catch (error) {
+        if (trusted && !checkedRefusal) {
+          // Another process (or thread) may have moved the aggregate on since: decide again on what is stored.
+          checkedRefusal = true;
+          this.#cache?.delete(streamName);
+          attempt--;
+          continue;
+        }
         if (!guessing) throw error;
         dropGuess();
         continue;

@@ -4,7 +4,7 @@
  * switches every one of them off (load tests and benchmarks drive many orders from one client).
  */
 import { InvalidOptionsError } from '@stratus/core';
-import { flag, positiveInteger, positiveSeconds } from './env-values.js';
+import { flag, positiveSeconds, wholeNumber } from './env-values.js';
 
 /** At most `limit` requests in any `windowMs`. */
 export interface RatePerWindow {
@@ -56,10 +56,10 @@ export function abuseLimitsFromEnv(env: NodeJS.ProcessEnv): AbuseLimitSettings |
     orderLookup: perWindow(env, 'RATE_LIMIT_ORDER_LOOKUP', { limit: 10, windowMs: 60_000 }),
     orders: perWindow(env, 'RATE_LIMIT_ORDERS', { limit: 10, windowMs: 60_000 }),
     conferences: perWindow(env, 'RATE_LIMIT_CONFERENCES', { limit: 10, windowMs: 3_600_000 }),
-    lockoutAfter: positiveInteger(env, 'LOCKOUT_AFTER', 5, 1000),
+    lockoutAfter: wholeNumber(env, 'LOCKOUT_AFTER', 5, 1, 1000),
     lockoutMs: positiveSeconds(env, 'LOCKOUT_SECONDS', 60_000),
-    openOrdersPerClient: positiveInteger(env, 'MAX_OPEN_ORDERS_PER_CLIENT', 5, 100_000),
-    heldSeatsPerClient: positiveInteger(env, 'MAX_HELD_SEATS_PER_CLIENT', 50, 100_000),
+    openOrdersPerClient: wholeNumber(env, 'MAX_OPEN_ORDERS_PER_CLIENT', 5, 1, 100_000),
+    heldSeatsPerClient: wholeNumber(env, 'MAX_HELD_SEATS_PER_CLIENT', 50, 1, 100_000),
   };
 }
 

@@ -14,7 +14,15 @@ const tell = (message: FromBackground) => port.postMessage(message);
 const { config, threadLock } = workerData as BackgroundData;
 const system = await startConferenceSystem(
   { ...config, role: 'worker' },
-  { onViewChange: (keys) => tell({ type: 'changed', keys }), sqliteThreadLock: threadLock },
+  {
+    onViewChange: (keys) => tell({ type: 'changed', keys }),
+    sqliteThreadLock: threadLock,
+    // The main thread has the logger.
+    log: {
+      error: (details, message) => tell({ type: 'log', level: 'error', details, message }),
+      info: (details, message) => tell({ type: 'log', level: 'info', details, message }),
+    },
+  },
 );
 let ready = system.ready();
 tell({ type: 'ready', ready });

@@ -66,6 +66,12 @@ describe('configFromEnv', () => {
       ['MAX_OPEN_ORDERS_PER_CLIENT', '1.5'],
       ['MAX_HELD_SEATS_PER_CLIENT', '-3'],
       ['TRUST_PROXY', 'everyone'],
+      ['WORKER_PORT', '-1'],
+      ['OWNER_TOKEN_SECRET', 'too short'],
+      ['METRICS_TOKEN', 'x'.repeat(31)],
+      ['METRICS_TOKEN', `${'x'.repeat(32)} y`],
+      ['HEADERS_TIMEOUT_SECONDS', '31'],
+      ['KEEP_ALIVE_TIMEOUT_SECONDS', '0'],
     ] as const) {
       assert.throws(
         () => configFromEnv({ [name]: value }),
@@ -74,5 +80,46 @@ describe('configFromEnv', () => {
       );
     }
     assert.throws(() => configFromEnv({ ROLE: 'web' }), /DATABASE_URL/);
+  });
+
+  test('scaled out, every web process needs the same OWNER_TOKEN_SECRET; workers do not', () => {
+    const database = { DATABASE_URL: 'postgres://db/conference' };
+    const secret = 'a'.repeat(32);
+    for (const env of [
+      { ...database, ROLE: 'web' },
+      { ...database, ROLE: 'all' },
+    ]) {
+      assert.throws(
+        () => configFromEnv(env),
+        (error: unknown) => error instanceof InvalidOptionsError && error.option === 'OWNER_TOKEN_SECRET',
+        JSON.stringify(env),
+      );
+      assert.equal(configFromEnv({ ...env, OWNER_TOKEN_SECRET: secret }).ownerTokenSecret, secret);
+    }
+    assert.equal(configFromEnv({ ...database, ROLE: 'worker' }).ownerTokenSecret, undefined);
+    assert.equal(configFromEnv({}).ownerTokenSecret, undefined, 'the embedded default keeps one of its own');
+  });
+
+  test('server timeouts and the worker port have defaults and can be set', () => {
+    const defaults = configFromEnv({});
+    assert.deepEqual(
+      [
+        defaults.requestTimeoutMs,
+        defaults.headersTimeoutMs,
+        defaults.keepAliveTimeoutMs,
+        defaults.workerPort,
+      ],
+      [30_000, 10_000, 72_000, 0],
+    );
+    const set = configFromEnv({
+      REQUEST_TIMEOUT_SECONDS: '20',
+      HEADERS_TIMEOUT_SECONDS: '5',
+      KEEP_ALIVE_TIMEOUT_SECONDS: '65',
+      WORKER_PORT: '4000',
+    });
+    assert.deepEqual(
+      [set.requestTimeoutMs, set.headersTimeoutMs, set.keepAliveTimeoutMs, set.workerPort],
+      [20_000, 5_000, 65_000, 4000],
+    );
   });
 });

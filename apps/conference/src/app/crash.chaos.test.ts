@@ -8,6 +8,7 @@ import { uuidv7 } from '@stratus/core';
 import { type ChildHandle, postgresForSuite, redisForSuite, runChild } from '@stratus/testkit';
 import type { OrderView } from '../read-models/order-view.js';
 import { configFromEnv } from './config.js';
+import { startOrderPayment } from './payments.js';
 import { startConferenceSystem } from './system.js';
 
 const QUOTA = 30;
@@ -32,6 +33,7 @@ describe('SIGKILL of worker processes during registrations', { skip: postgres.sk
       RESERVATION_WINDOW_SECONDS: '6',
       RESERVATION_GRACE_SECONDS: '1',
       LEASE_SECONDS: '2',
+      OWNER_TOKEN_SECRET: 'a secret all the web processes share, 32+ bytes',
     };
     const startWorker = async () => {
       const child = runChild(worker, { env: { ...env, ROLE: 'worker' }, lifetimeMs: 55_000 });
@@ -82,13 +84,12 @@ describe('SIGKILL of worker processes during registrations', { skip: postgres.sk
           return view !== undefined && view.status !== 'pending' ? view : undefined;
         }, 30_000);
         if (order?.status !== 'reserved' || n % 4 === 3) return;
-        const paymentId = uuidv7();
-        await web.commands.send('InitiateThirdPartyProcessorPayment', {
-          paymentId,
-          paymentSourceId: orderId,
+        const paymentId = await startOrderPayment(web.commands, web.clock, {
+          orderId,
           conferenceId,
           description: 'Registration for Crash Conf',
           totalCents: order.totalCents,
+          expiresAt: Number.MAX_SAFE_INTEGER,
         });
         await web.commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
       };

@@ -18,15 +18,21 @@ export function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): b
   throw new InvalidOptionsError(name, `expected true or false, got ${JSON.stringify(raw)}`);
 }
 
-/** A whole number from 1 to `max`. */
-export function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+/** A whole number from `min` to `max`, written in digits. */
+export function wholeNumber(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!/^\d+$/.test(raw) || value < 1 || value > max)
+  if (!/^\d+$/.test(raw) || value < min || value > max)
     throw new InvalidOptionsError(
       name,
-      `expected a whole number from 1 to ${max}, got ${JSON.stringify(raw)}`,
+      `expected a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`,
     );
   return value;
 }

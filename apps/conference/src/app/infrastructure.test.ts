@@ -44,7 +44,11 @@ describe('openInfrastructure (PostgreSQL)', { skip: postgres.skip }, () => {
   test('view changes are unheard until LISTEN takes effect and while its connection is down', async () => {
     const schema = 'infrastructure_listen';
     const infrastructure = await openInfrastructure(
-      configFromEnv({ DATABASE_URL: postgres.url as string, DATABASE_SCHEMA: schema }),
+      configFromEnv({
+        DATABASE_URL: postgres.url as string,
+        DATABASE_SCHEMA: schema,
+        OWNER_TOKEN_SECRET: 'a secret all the web processes share, 32+ bytes',
+      }),
       systemClock,
     );
     const admin = new pg.Pool({ connectionString: postgres.url as string, max: 1 });
@@ -77,6 +81,7 @@ describe('openInfrastructure: the abuse limits of web processes scaled out', { s
       const env = {
         DATABASE_URL: postgres.url as string,
         DATABASE_SCHEMA: `infrastructure_limits_${withRedis ? 'redis' : 'pg'}`,
+        OWNER_TOKEN_SECRET: 'a secret all the web processes share, 32+ bytes',
         ...(withRedis ? { REDIS_URL: redis.url as string, REDIS_PREFIX: redis.keyPrefix as string } : {}),
       };
       const processes = [

@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type LeaseStore, PostgresLeaseStore, SqliteLeaseStore } from '@stratus/coordination';
-import type { Clock } from '@stratus/core';
+import { type Clock, exponentialBackoff } from '@stratus/core';
 import {
   ALL_DOCUMENTS,
   type AnnouncedChange,
@@ -88,7 +88,20 @@ function reportingActivation(
 }
 
 function runnerOptions(config: ConferenceConfig) {
-  return { pollIntervalMs: 500, leaseMs: config.leaseMs, appendDelayMs: APPEND_DELAY_MS };
+  return {
+    pollIntervalMs: 500,
+    leaseMs: config.leaseMs,
+    appendDelayMs: APPEND_DELAY_MS,
+    ...poisonOptions(config),
+  };
+}
+
+/** How the system's event handlers treat an event they keep failing on: retried, then parked (config). */
+export function poisonOptions(config: ConferenceConfig) {
+  return {
+    maxAttempts: config.handlerMaxAttempts,
+    retryBackoff: exponentialBackoff({ initialMs: config.handlerRetryMs, maxMs: 30_000 }),
+  };
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { Clock } from '@stratus/core';
 import { CacheAside } from '@stratus/data';
-import type { DocumentReader } from '@stratus/eventsourcing';
+import type { DocumentReader, DocumentSlice } from '@stratus/eventsourcing';
 import {
   CONFERENCE,
   CONFERENCE_SLUG,
@@ -14,6 +14,8 @@ import {
   OWNER_LOGIN,
   type OwnerLoginView,
   ownerLoginId,
+  PUBLISHED_CONFERENCE,
+  type PublishedConferenceView,
   type SeatTypeView,
 } from '../read-models/conference-view.js';
 import {
@@ -41,10 +43,23 @@ export function seatTypesTtlMs(seatTypes: readonly Pick<SeatTypeView, 'available
   return 60_000;
 }
 
+/** Where a page of a list starts: after a cursor (from the first when none), or right before one. */
+export type PageCursor = { readonly after?: string } | { readonly before: string };
+
+/** A page of a list, and the cursors of the pages beside it when there are any. */
+export interface Page<T> {
+  readonly items: readonly T[];
+  /** Pass as `after` for the next page. */
+  readonly next?: string;
+  /** Pass as `before` for the previous page. */
+  readonly previous?: string;
+}
+
 export interface Queries {
   conference(id: string): Promise<ConferenceView | undefined>;
   conferenceBySlug(slug: string): Promise<ConferenceView | undefined>;
-  publishedConferences(): Promise<ConferenceView[]>;
+  /** A page of at most `size` published conferences, in the order they were created. */
+  publishedConferences(cursor: PageCursor, size: number): Promise<Page<PublishedConferenceView>>;
   /** The seat types of a conference with their availability, possibly a little stale (seatTypesTtlMs). */
   seatTypes(conferenceId: string): Promise<readonly SeatTypeView[]>;
   /** The conference whose owner has this e-mail and access code. */
@@ -80,8 +95,30 @@ export function documentQueries(conferences: DocumentReader, orders: DocumentRea
       const found = await conferences.get<ConferenceSlugView>(CONFERENCE_SLUG, slug);
       return found === undefined ? undefined : conference(found.conferenceId);
     },
-    async publishedConferences() {
-      return (await conferences.find<ConferenceView>(CONFERENCE)).filter((view) => view.isPublished);
+    async publishedConferences(cursor, size) {
+      const slice = (part: DocumentSlice) =>
+        conferences.find<PublishedConferenceView>(PUBLISHED_CONFERENCE, undefined, part);
+      // Each page reads its own documents and one beyond, and at most one more to know of its other side.
+      const beyond = async (part: { after: string } | { before: string }) =>
+        (await slice({ ...part, limit: 1 })).length > 0;
+      if ('before' in cursor) {
+        const found = await slice({ before: cursor.before, limit: size + 1 });
+        const items = found.slice(-size);
+        const last = items.at(-1)?.id ?? cursor.before;
+        return {
+          items,
+          ...(found.length > size ? { previous: items[0]?.id } : {}),
+          ...((await beyond({ after: last })) ? { next: last } : {}),
+        };
+      }
+      const found = await slice({ ...cursor, limit: size + 1 });
+      const items = found.slice(0, size);
+      const first = items[0]?.id ?? cursor.after;
+      return {
+        items,
+        ...(found.length > size ? { next: items.at(-1)?.id } : {}),
+        ...(first !== undefined && (await beyond({ before: first })) ? { previous: first } : {}),
+      };
     },
     async seatTypes(conferenceId) {
       const key = `seatTypes:${conferenceId}`;

@@ -262,14 +262,21 @@ export function registerCommandHandlers(
     AssignRegistrantDetails: (command) =>
       order(command, { type: 'AssignRegistrantDetails', data: command.data }),
     ConfirmOrder: (command) => order(command, { type: 'ConfirmOrder', data: command.data }),
+    StartOrderPayment: (command) => order(command, { type: 'StartOrderPayment', data: command.data }),
+    CancelOrderPayment: (command) => order(command, { type: 'CancelOrderPayment', data: command.data }),
     AssignSeat: (command) => assignments(command, { type: 'AssignSeat', data: command.data }),
     UnassignSeat: (command) => assignments(command, { type: 'UnassignSeat', data: command.data }),
     InitiateThirdPartyProcessorPayment: (command) =>
       payment(command, { type: 'InitiateThirdPartyProcessorPayment', data: command.data }),
     CompleteThirdPartyProcessorPayment: (command) =>
-      payment(command, { type: 'CompleteThirdPartyProcessorPayment', data: command.data }),
+      payment(command, {
+        type: 'CompleteThirdPartyProcessorPayment',
+        data: { ...command.data, now: clock.now() },
+      }),
     CancelThirdPartyProcessorPayment: (command) =>
       payment(command, { type: 'CancelThirdPartyProcessorPayment', data: command.data }),
+    RefundThirdPartyProcessorPayment: (command) =>
+      payment(command, { type: 'RefundThirdPartyProcessorPayment', data: command.data }),
   };
   for (const [type, handler] of Object.entries(handlers)) {
     if (types === undefined || types.includes(type as CommandType))

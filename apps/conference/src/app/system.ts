@@ -32,6 +32,7 @@ import {
   APPEND_DELAY_MS,
   type HeardViewChange,
   openInfrastructure,
+  poisonOptions,
   type ViewChange,
 } from './infrastructure.js';
 import { documentQueries, type Queries } from './queries.js';
@@ -43,12 +44,14 @@ import {
   registerCommandHandlers,
 } from './services.js';
 import { DocumentWaits } from './waiting.js';
+import { liveWorkers, WorkerPresence } from './worker-presence.js';
 
 /** Commands issued on the web (a registrant's or owner's request), run in the web process. */
 const WEB_COMMANDS: readonly CommandType[] = [
   'RegisterToConference',
   'AssignRegistrantDetails',
   'ConfirmOrder',
+  'StartOrderPayment',
   'InitiateThirdPartyProcessorPayment',
   'CompleteThirdPartyProcessorPayment',
   'CancelThirdPartyProcessorPayment',
@@ -84,6 +87,13 @@ export interface ConferenceSystem {
   absent(collection: string, id: string): void;
   /** Whether the system can serve: every background part is running. */
   ready(): boolean;
+  /**
+   * How many events each subscription and view has parked (read from the store, so any process sees them all):
+   * each is an order or a view that waits for an operator (`stratus parked`).
+   */
+  parkedEvents(): Promise<Record<string, number>>;
+  /** The worker processes (or threads) alive in the deployment: with none, orders wait in the queues. */
+  liveWorkers(): Promise<number>;
   /** What the background parts report: view lag and the process manager's outcomes (empty where none run). */
   backgroundStats(): Promise<BackgroundStats>;
   /** Adds the system's gauges (queues, view lag, process results) to a Prometheus registry. */
@@ -96,6 +106,24 @@ export interface BackgroundStats {
   readonly viewLag: readonly { readonly view: string; readonly events: number }[];
   /** What the registration process manager did, by kind (started, handled, ignored...). */
   readonly processOutcomes: readonly (readonly [kind: string, count: number])[];
+  /** Event handlers run here that are failing now (subscriptions, views), with their consecutive failed attempts. */
+  readonly failingHandlers: readonly { readonly handler: string; readonly attempts: number }[];
+}
+
+/** Where the system reports what an operator must know (a pino logger will do). */
+export interface SystemLog {
+  error(details: object, message: string): void;
+  info(details: object, message: string): void;
+}
+
+/** What the subscriptions and view runners of a system report when an event is parked. */
+interface ParkedEventReport {
+  readonly type: 'event-parked';
+  readonly position: number;
+  readonly streamName: string;
+  readonly reason: string;
+  readonly attempts: number;
+  readonly error: string;
 }
 
 export interface StartOptions {
@@ -115,6 +143,8 @@ export interface StartOptions {
   readonly backgroundStats?: () => Promise<BackgroundStats>;
   /** Shared with the other threads of this process that open the embedded database (sqliteThreadLock()). */
   readonly sqliteThreadLock?: SharedArrayBuffer;
+  /** Told of every parked event (an error: someone must look at it). */
+  readonly log?: SystemLog;
 }
 
 /**
@@ -192,6 +222,18 @@ export async function startConferenceSystem(
       )
     : [];
   const processOutcomes = new Map<string, number>();
+  /** The subscriptions this process runs now (while it leads) and its view runners, by name. */
+  const handlers = new Map<string, { readonly failingAttempts: number }>();
+  const reportParked = (handler: string, event: ParkedEventReport | { readonly type: string }) => {
+    if (event.type !== 'event-parked') return;
+    const { position, streamName, reason, attempts, error } = event as ParkedEventReport;
+    options.log?.error({ handler, position, streamName, reason, attempts, error }, 'event parked');
+  };
+  for (const [i, runner] of runners.entries()) {
+    const name = `projection:${views[i]?.name}@${runner.version}`;
+    handlers.set(name, runner);
+    runner.events.on((event) => reportParked(name, event));
+  }
   let election: LeaderElection | undefined;
   let manager: ProcessManager<RegistrationProcessState, RegistrationProcessEvent> | undefined;
   let failed = false;
@@ -234,6 +276,7 @@ export async function startConferenceSystem(
       // Both handle events idempotently, so a crash may replay up to a second of them: one checkpoint a second.
       const subscriptions: Subscription[] = [
         router.subscribe(store, {
+          ...poisonOptions(config),
           name: 'registration-process',
           checkpointEveryMs: 1000,
           batchSize: SUBSCRIPTION_BATCH,
@@ -241,6 +284,7 @@ export async function startConferenceSystem(
           concurrency: SUBSCRIPTION_CONCURRENCY,
         }),
         store.subscribe({
+          ...poisonOptions(config),
           name: 'integration',
           checkpointEveryMs: 1000,
           batchSize: SUBSCRIPTION_BATCH,
@@ -256,17 +300,26 @@ export async function startConferenceSystem(
             ),
         }),
       ];
+      for (const subscription of subscriptions) {
+        handlers.set(subscription.name, subscription);
+        subscription.events.on((event) => reportParked(subscription.name, event));
+      }
       await new Promise<void>((resolve) => {
         if (term.signal.aborted) resolve();
         else term.signal.addEventListener('abort', () => resolve(), { once: true });
       });
-      for (const subscription of subscriptions) await subscription.stop();
+      for (const subscription of subscriptions) {
+        await subscription.stop();
+        handlers.delete(subscription.name);
+      }
     });
     election.events.on((event) => {
       if (event.type === 'work-failed') failed = true;
     });
     await election.start();
   }
+  const presence = runsWorker ? new WorkerPresence(infrastructure.leases, clock, config.leaseMs) : undefined;
+  await presence?.start();
   const running = runners.map((runner) => runner.start());
   for (const run of running) run.catch(() => (failed = true));
   const management = new ConferenceManagement(store, repositories, clock);
@@ -284,18 +337,29 @@ export async function startConferenceSystem(
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     absent: (collection, id) => waits.absent(collection, id),
     ready: () => !failed,
+    parkedEvents: () => store.parkedCounts(),
+    liveWorkers: () => liveWorkers(infrastructure.leases, clock),
     async backgroundStats() {
       if (options.backgroundStats !== undefined) return options.backgroundStats();
       const viewLag = [];
       for (const [i, runner] of runners.entries())
         viewLag.push({ view: views[i]?.name ?? '', events: (await runner.lag()).events });
-      return { viewLag, processOutcomes: [...processOutcomes] };
+      const failingHandlers = [...handlers]
+        .filter(([, handler]) => handler.failingAttempts > 0)
+        .map(([handler, { failingAttempts }]) => ({ handler, attempts: failingAttempts }));
+      return { viewLag, processOutcomes: [...processOutcomes], failingHandlers };
     },
     registerMetrics(registry) {
       queueMetrics ??= new QueueMetricsCollector(messaging, { intervalMs: 5000 }).start();
-      registerSystemMetrics(registry, queueMetrics, () => system.backgroundStats());
+      registerSystemMetrics(
+        registry,
+        queueMetrics,
+        () => system.backgroundStats(),
+        () => system.parkedEvents(),
+      );
     },
     async stop() {
+      await presence?.stop();
       queueMetrics?.stop();
       for (const consumer of consumers) await consumer.close();
       await election?.stop();
@@ -313,7 +377,30 @@ function registerSystemMetrics(
   registry: Registry,
   queueMetrics: QueueMetricsCollector,
   backgroundStats: () => Promise<BackgroundStats>,
+  parkedEvents: () => Promise<Record<string, number>>,
 ): void {
+  new Gauge({
+    name: 'conference_parked_events',
+    help: 'Events a subscription or view has parked after its handler kept failing on them (see stratus parked)',
+    labelNames: ['subscription'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [subscription, count] of Object.entries(await parkedEvents()))
+        this.set({ subscription }, count);
+    },
+  });
+  new Gauge({
+    name: 'conference_handler_failing_attempts',
+    help: 'Consecutive failed attempts of an event handler at its current event (0 while it succeeds)',
+    labelNames: ['handler'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const { handler, attempts } of (await backgroundStats()).failingHandlers)
+        this.set({ handler }, attempts);
+    },
+  });
   new Gauge({
     name: 'conference_queue_messages',
     help: 'Messages per queue and state (available, scheduled, locked, waiting, deadLettered)',

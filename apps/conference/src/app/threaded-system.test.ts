@@ -39,7 +39,7 @@ describe('BackgroundThread', () => {
     assert.equal(thread.ready, true);
     const back = heard('the background thread is running again');
     // The first run dies when asked: the question is answered with no stats rather than left hanging.
-    assert.deepEqual(await thread.stats(), { viewLag: [], processOutcomes: [] });
+    assert.deepEqual(await thread.stats(), { viewLag: [], processOutcomes: [], failingHandlers: [] });
     assert.equal(thread.ready, false);
     await back;
     assert.equal(thread.ready, true);
@@ -51,7 +51,7 @@ describe('BackgroundThread', () => {
     assert.equal(thread.ready, false);
     assert.deepEqual(
       await thread.stats(),
-      { viewLag: [], processOutcomes: [] },
+      { viewLag: [], processOutcomes: [], failingHandlers: [] },
       'a stopped thread answers nothing',
     );
   });

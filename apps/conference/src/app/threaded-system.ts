@@ -11,13 +11,25 @@ import { startWorkerThread } from '@stratus/core';
 import { sqliteThreadLock } from '@stratus/sql';
 import type { ConferenceConfig } from './config.js';
 import type { ViewChange } from './infrastructure.js';
-import { type BackgroundStats, type ConferenceSystem, startConferenceSystem } from './system.js';
+import {
+  type BackgroundStats,
+  type ConferenceSystem,
+  type SystemLog,
+  startConferenceSystem,
+} from './system.js';
 
 /** What the background thread tells the main thread. */
 export type FromBackground =
   | { readonly type: 'ready'; readonly ready: boolean }
   | { readonly type: 'changed'; readonly keys: ViewChange }
-  | { readonly type: 'stats'; readonly id: number; readonly stats: BackgroundStats };
+  | { readonly type: 'stats'; readonly id: number; readonly stats: BackgroundStats }
+  /** What the thread reports (a parked event), for the main thread's log. */
+  | {
+      readonly type: 'log';
+      readonly level: 'error' | 'info';
+      readonly details: object;
+      readonly message: string;
+    };
 
 /** What the main thread asks of the background thread. */
 export type ToBackground = { readonly type: 'stats'; readonly id: number } | { readonly type: 'stop' };
@@ -28,11 +40,8 @@ export interface BackgroundData {
   readonly threadLock: SharedArrayBuffer;
 }
 
-/** Where the system reports a background thread that died (a pino logger will do). */
-export interface ThreadLog {
-  error(details: object, message: string): void;
-  info(details: object, message: string): void;
-}
+/** Where the system reports a background thread that died, and parked events (a pino logger will do). */
+export type ThreadLog = SystemLog;
 
 export interface SystemOptions {
   readonly log?: ThreadLog;
@@ -41,7 +50,7 @@ export interface SystemOptions {
 const RESTART_DELAY_MS = 1000;
 const STATS_TIMEOUT_MS = 5000;
 const STOP_TIMEOUT_MS = 30_000;
-const NO_STATS: BackgroundStats = { viewLag: [], processOutcomes: [] };
+const NO_STATS: BackgroundStats = { viewLag: [], processOutcomes: [], failingHandlers: [] };
 
 /**
  * Starts the system as configured: the embedded default with `backgroundThread` (the default) on two threads,
@@ -52,7 +61,7 @@ export async function startSystem(
   options: SystemOptions = {},
 ): Promise<ConferenceSystem> {
   if (!config.backgroundThread || config.role !== 'all' || config.databaseUrl !== undefined)
-    return startConferenceSystem(config);
+    return startConferenceSystem(config, { log: options.log });
   const threadLock = sqliteThreadLock();
   const background = new BackgroundThread(
     new URL('./background-thread.ts', import.meta.url),
@@ -122,6 +131,8 @@ export class BackgroundThread {
           for (const listener of this.#changeListeners) listener(message.keys);
         } else if (message.type === 'stats') {
           this.#pendingStats.get(message.id)?.(message.stats);
+        } else if (message.type === 'log') {
+          this.#log?.[message.level](message.details, message.message);
         } else {
           this.ready = message.ready;
           if (!started) {

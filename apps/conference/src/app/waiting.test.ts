@@ -135,6 +135,20 @@ describe('DocumentWaits', () => {
     assert.equal(state.reads, 2);
   });
 
+  it('passes a find on with its lookup and slice', async () => {
+    const asked: unknown[] = [];
+    const reader: DocumentReader = {
+      get: async () => undefined,
+      async find<T>(...args: unknown[]) {
+        asked.push(args);
+        return [{ id: 'c2' }] as T[];
+      },
+    };
+    const tracked = new DocumentWaits(new VirtualClock(), 25, { cacheDocuments: true }).track(reader);
+    assert.deepEqual(await tracked.find('conference', undefined, { limit: 2, after: 'c1' }), [{ id: 'c2' }]);
+    assert.deepEqual(asked, [['conference', undefined, { limit: 2, after: 'c1' }]]);
+  });
+
   it('reads every time without cacheDocuments', async () => {
     const { reader, state } = countingReader(new Map([['order/1', {}]]));
     const tracked = new DocumentWaits(new VirtualClock(), 25).track(reader);

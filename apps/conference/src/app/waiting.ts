@@ -51,9 +51,9 @@ export class DocumentWaits {
         if (this.#changes === changesBefore) this.#remember(documents, key, doc);
         return doc;
       },
-      find: (collection, lookup) => {
+      find: (collection, lookup, slice) => {
         this.#reads.getStore()?.add(`${collection}${ANY}`);
-        return reader.find(collection, lookup);
+        return reader.find(collection, lookup, slice);
       },
     };
   }

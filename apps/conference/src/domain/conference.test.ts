@@ -131,14 +131,24 @@ describe('Conference: creating', () => {
     );
   });
 
-  test('the slug holds only letters, digits and underscores', () => {
-    assert.equal(given().when(createConference({ slug: 'Contoso_2026' })).length, 1);
-    for (const slug of ['contoso-26', 'contoso 26', 'contoso.26', 'café']) {
+  test('the slug holds 1 to 50 lowercase letters, digits, hyphens and underscores, and no path of the sites', () => {
+    for (const slug of ['contoso_2026', 'contoso-26', 'c', 'x'.repeat(50)])
+      assert.equal(given().when(createConference({ slug })).length, 1, slug);
+    for (const slug of ['Contoso_2026', 'contoso 26', 'contoso.26', 'café', 'a\u0000b']) {
       assert.throws(
         () => given().when(createConference({ slug })),
-        invalid({ slug: 'The slug can only contain alphanumeric characters and underscores.' }),
+        invalid({ slug: 'The slug can only contain lowercase letters, digits, hyphens and underscores.' }),
       );
     }
+    assert.throws(
+      () => given().when(createConference({ slug: 'x'.repeat(51) })),
+      invalid({ slug: 'The slug must be at most 50 characters long.' }),
+    );
+    for (const slug of ['api', 'manage', 'payment', 'health', 'metrics', 'create', 'locate', 'sign-in'])
+      assert.throws(
+        () => given().when(createConference({ slug })),
+        invalid({ slug: `The slug cannot be ${slug}: the sites use that path.` }),
+      );
   });
 
   test("the owner's email must look like one", () => {

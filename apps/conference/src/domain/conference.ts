@@ -9,6 +9,7 @@ import type { Decider } from '@stratus/eventsourcing';
 import type { ConferenceDetails, ConferenceEvent, Owner } from './contracts.js';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from './errors.js';
 import { EMAIL_PATTERN } from './personal-info.js';
+import { slugProblem } from './slug.js';
 
 export interface SeatTypeFields {
   readonly name: string;
@@ -126,15 +127,7 @@ export const conferenceDecider: Decider<ConferenceState, ConferenceEvent, Confer
       if (state !== null)
         throw new ConflictError(`Conference ${JSON.stringify(conferenceId)} already exists.`);
       const { accessCode, slug, owner, details } = command.data;
-      const problems = detailsProblems(details);
-      if (isBlank(slug)) problems.slug = required('slug');
-      else if (!/^\w+$/.test(slug))
-        problems.slug = 'The slug can only contain alphanumeric characters and underscores.';
-      if (isBlank(owner.name)) problems.ownerName = required('ownerName');
-      if (isBlank(owner.email)) problems.ownerEmail = required('ownerEmail');
-      else if (!EMAIL_PATTERN.test(owner.email))
-        problems.ownerEmail = 'The provided email address is not valid.';
-      throwIfAny(problems);
+      throwIfAny(newConferenceProblems({ slug, owner, details }));
       const data = { conferenceId, slug, accessCode, owner: { name: owner.name, email: owner.email } };
       return [{ type: 'ConferenceCreated', data: { ...data, ...detailsOf(details) } }];
     }
@@ -216,14 +209,30 @@ function sameValues<T extends object>(a: T, b: T): boolean {
   return (Object.keys(a) as (keyof T)[]).every((key) => a[key] === b[key]);
 }
 
-/** Problems by the API's field names. */
-type Problems = Record<string, string>;
+/** Problems by the API's field names: what the pure checks below answer, for a form to show them all at once. */
+export type Problems = Record<string, string>;
 
 function throwIfAny(problems: Problems): void {
   if (Object.keys(problems).length > 0) throw new ValidationError(problems);
 }
 
-function detailsProblems(details: ConferenceDetails): Problems {
+/** What is wrong with a new conference's slug, owner and details (the caller checks that the slug is free). */
+export function newConferenceProblems(conference: {
+  readonly slug: string;
+  readonly owner: Owner;
+  readonly details: ConferenceDetails;
+}): Problems {
+  const { slug, owner, details } = conference;
+  const problems = detailsProblems(details);
+  const slugIssue = slugProblem(slug);
+  if (slugIssue !== undefined) problems.slug = slugIssue;
+  if (isBlank(owner.name)) problems.ownerName = required('ownerName');
+  if (isBlank(owner.email)) problems.ownerEmail = required('ownerEmail');
+  else if (!EMAIL_PATTERN.test(owner.email)) problems.ownerEmail = 'The provided email address is not valid.';
+  return problems;
+}
+
+export function detailsProblems(details: ConferenceDetails): Problems {
   const problems: Problems = {};
   for (const field of ['name', 'description', 'location'] as const) {
     if (isBlank(details[field])) problems[field] = required(field);
@@ -241,7 +250,7 @@ function detailsProblems(details: ConferenceDetails): Problems {
   return problems;
 }
 
-function seatProblems({ name, description, priceCents, quantity }: SeatTypeFields): Problems {
+export function seatProblems({ name, description, priceCents, quantity }: SeatTypeFields): Problems {
   const problems: Problems = {};
   if (isBlank(name)) problems.name = required('name');
   else if (name.length < 2 || name.length > 70) problems.name = 'The name must be 2 to 70 characters long.';

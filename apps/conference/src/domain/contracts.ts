@@ -139,7 +139,14 @@ export type OrderEvent =
         readonly seats?: readonly SeatQuantity[];
       }
     >
-  | DomainEvent<'OrderExpired', { readonly orderId: string }>;
+  | DomainEvent<'OrderExpired', { readonly orderId: string }>
+  /** A payment was started for the order at this total: its seats cannot change until it is settled. */
+  | DomainEvent<
+      'OrderPaymentStarted',
+      { readonly orderId: string; readonly paymentId: string; readonly totalCents: number }
+    >
+  /** The payment was rejected: the order's seats may change again. */
+  | DomainEvent<'OrderPaymentCancelled', { readonly orderId: string; readonly paymentId: string }>;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Seats availability (stream `seatsAvailability-<conferenceId>`: one per conference, the contended aggregate)
@@ -211,12 +218,39 @@ export interface PaymentRequest {
   readonly conferenceId: string;
   readonly description: string;
   readonly totalCents: number;
+  /** ISO 4217; CURRENCY when absent (payments recorded before it was kept). */
+  readonly currency?: string;
+  /**
+   * Epoch ms after which the order can no longer take the payment (its reservation and grace period are over): a
+   * payment completed later is owed back at once. Absent: no limit.
+   */
+  readonly expiresAt?: number;
+}
+
+/** What the processor says was taken (absent in payments recorded before it was kept: the total asked). */
+export interface AmountPaid {
+  readonly amountCents?: number;
+  readonly currency?: string;
 }
 
 export type PaymentEvent =
   | DomainEvent<'PaymentInitiated', PaymentRequest>
-  | DomainEvent<'PaymentCompleted', { readonly paymentId: string; readonly paymentSourceId: string }>
-  | DomainEvent<'PaymentRejected', { readonly paymentId: string; readonly paymentSourceId: string }>;
+  | DomainEvent<
+      'PaymentCompleted',
+      { readonly paymentId: string; readonly paymentSourceId: string } & AmountPaid
+    >
+  | DomainEvent<'PaymentRejected', { readonly paymentId: string; readonly paymentSourceId: string }>
+  /** A completed payment that paid for nothing (a second payment, a wrong amount, a lapsed order): owed back. */
+  | DomainEvent<
+      'PaymentRefundDue',
+      {
+        readonly paymentId: string;
+        readonly paymentSourceId: string;
+        readonly amountCents: number;
+        readonly currency: string;
+        readonly reason: string;
+      }
+    >;
 
 export type RegistrationEvent =
   | ConferenceEvent
@@ -245,7 +279,10 @@ export interface CommandData {
     /** The conference's owner asks: only the owner can change the registrant of a confirmed order. */
     readonly byOwner?: boolean;
   };
-  readonly ConfirmOrder: { readonly orderId: string };
+  /** A paid order names the payment and what it paid, checked against the order's total. */
+  readonly ConfirmOrder: { readonly orderId: string; readonly paymentId?: string } & AmountPaid;
+  readonly StartOrderPayment: { readonly orderId: string; readonly paymentId: string };
+  readonly CancelOrderPayment: { readonly orderId: string; readonly paymentId: string };
   readonly MakeSeatReservation: {
     readonly conferenceId: string;
     readonly reservationId: string;
@@ -270,7 +307,9 @@ export interface CommandData {
   };
   readonly UnassignSeat: { readonly assignmentsId: string; readonly position: number };
   readonly InitiateThirdPartyProcessorPayment: PaymentRequest;
-  readonly CompleteThirdPartyProcessorPayment: { readonly paymentId: string };
+  /** From the processor's verified callback: what it took. */
+  readonly CompleteThirdPartyProcessorPayment: { readonly paymentId: string } & AmountPaid;
+  readonly RefundThirdPartyProcessorPayment: { readonly paymentId: string; readonly reason: string };
   readonly CancelThirdPartyProcessorPayment: { readonly paymentId: string };
 }
 
@@ -292,5 +331,7 @@ export const SEATS_AVAILABILITY_COMMANDS: readonly CommandType[] = [
 export const RESERVATION_WINDOW_MS = 15 * 60_000;
 /** How long after the reservation expires the process manager waits (for late payments) before releasing seats. */
 export const RESERVATION_GRACE_MS = 14 * 60_000;
+/** The currency of every price and payment. */
+export const CURRENCY = 'USD';
 /** The most seats of one type a single order may ask for. */
 export const MAX_SEATS_PER_TYPE = 20;

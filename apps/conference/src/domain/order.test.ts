@@ -31,7 +31,16 @@ const markAsReserved = (seats: readonly SeatQuantity[]): OrderCommand => ({
   data: { orderId, seats, expiration: expiration + 1, prices },
 });
 const reject: OrderCommand = { type: 'RejectOrder', data: { orderId } };
-const confirm: OrderCommand = { type: 'ConfirmOrder', data: { orderId } };
+const paymentId = 'payment-1';
+const confirm: OrderCommand = {
+  type: 'ConfirmOrder',
+  data: { orderId, paymentId, amountCents: 99_500, currency: 'USD' },
+};
+const startPayment = (id = paymentId): OrderCommand => ({
+  type: 'StartOrderPayment',
+  data: { orderId, paymentId: id },
+});
+const cancelPayment: OrderCommand = { type: 'CancelOrderPayment', data: { orderId, paymentId } };
 const assign = (firstName: string, lastName: string, email: string): OrderCommand => ({
   type: 'AssignRegistrantDetails',
   data: { orderId, firstName, lastName, email },
@@ -72,7 +81,11 @@ const reserved: OrderEvent[] = [
     data: { orderId, reservationExpiration: expiration, seats: [general(5)] },
   },
 ];
-const confirmed: OrderEvent[] = [...reserved, { type: 'OrderConfirmed', data: { orderId } }];
+const paying: OrderEvent[] = [
+  ...reserved,
+  { type: 'OrderPaymentStarted', data: { orderId, paymentId, totalCents: 99_500 } },
+];
+const confirmed: OrderEvent[] = [...paying, { type: 'OrderConfirmed', data: { orderId } }];
 const expired: OrderEvent[] = [...reserved, { type: 'OrderExpired', data: { orderId } }];
 
 function isError(type: new (...args: never[]) => Error, message: string | RegExp) {
@@ -265,20 +278,69 @@ describe('RejectOrder', () => {
     assert.deepEqual(given(orderDecider, expired).when(reject), []);
   });
 
-  test('refuses to expire a confirmed order', () => {
+  test('does nothing for a confirmed order: an expiry that raced the confirmation leaves it sold', () => {
+    assert.deepEqual(given(orderDecider, confirmed).when(reject), []);
+  });
+});
+
+describe('StartOrderPayment and CancelOrderPayment', () => {
+  test('opens a payment of the total, once, and then refuses seat changes until it is cancelled', () => {
+    assert.deepEqual(given(orderDecider, reserved).when(startPayment()), paying.slice(reserved.length));
+    assert.deepEqual(given(orderDecider, paying).when(startPayment()), []);
     assert.throws(
-      () => given(orderDecider, confirmed).when(reject),
-      isError(InvalidOperationError, 'Cannot expire a confirmed order.'),
+      () => given(orderDecider, paying).when(register([general(1)])),
+      isError(InvalidOperationError, 'A payment is in progress for this order: its seats cannot change.'),
     );
+    const cancelled: OrderEvent[] = [...paying, ...given(orderDecider, paying).when(cancelPayment)];
+    assert.equal(cancelled.at(-1)?.type, 'OrderPaymentCancelled');
+    assert.equal(given(orderDecider, cancelled).when(register([general(1)]))[0]?.type, 'OrderUpdated');
+    assert.deepEqual(given(orderDecider, reserved).when(cancelPayment), [], 'no payment to cancel');
+  });
+
+  test('refuses an order whose seats are not reserved yet, a free one and a settled one', () => {
+    assert.throws(
+      () => given(orderDecider, placed).when(startPayment()),
+      isError(InvalidOperationError, 'The seats of the order are not reserved yet.'),
+    );
+    assert.throws(
+      () => given(orderDecider, confirmed).when(startPayment('payment-2')),
+      InvalidOperationError,
+    );
+    assert.throws(() => given(orderDecider, expired).when(startPayment()), InvalidOperationError);
   });
 });
 
 describe('ConfirmOrder', () => {
-  test('confirms a reserved order, with the seats reserved', () => {
-    assert.deepEqual(given(orderDecider, reserved).when(confirm), [
+  test('confirms a reserved order paid by its payment for its total, with the seats reserved', () => {
+    assert.deepEqual(given(orderDecider, paying).when(confirm), [
       { type: 'OrderConfirmed', data: { orderId, seats: [general(5)] } },
     ]);
     assert.equal(given(orderDecider, confirmed).state.confirmed, true);
+  });
+
+  test('refuses a paid order confirmed without its payment, by another, or for another amount', () => {
+    const confirmWith = (data: object): OrderCommand => ({
+      type: 'ConfirmOrder',
+      data: { orderId, paymentId, amountCents: 99_500, currency: 'USD', ...data },
+    });
+    assert.throws(
+      () => given(orderDecider, reserved).when(confirm),
+      isError(InvalidOperationError, 'The order is confirmed by the payment started for it.'),
+    );
+    assert.throws(
+      () => given(orderDecider, paying).when(confirmWith({ paymentId: 'payment-2' })),
+      InvalidOperationError,
+    );
+    for (const paid of [{ amountCents: 100 }, { amountCents: undefined }, { currency: 'EUR' }]) {
+      assert.throws(
+        () => given(orderDecider, paying).when(confirmWith(paid)),
+        isError(InvalidOperationError, 'The amount paid does not match the order total.'),
+      );
+    }
+    assert.throws(
+      () => given(orderDecider, placed).when(confirm),
+      isError(InvalidOperationError, 'The seats of the order are not reserved yet.'),
+    );
   });
 
   test('does nothing for an order already confirmed (a redelivered command)', () => {
@@ -369,6 +431,8 @@ describe('the order state', () => {
       },
       confirmed: true,
       expired: false,
+      reserved: true,
+      openPaymentId: '',
     });
     assert.deepEqual(JSON.parse(JSON.stringify(state)), state);
   });
@@ -381,6 +445,8 @@ describe('the order state', () => {
       totals: { lines: [], totalCents: 0, isFreeOfCharge: true },
       confirmed: false,
       expired: false,
+      reserved: false,
+      openPaymentId: '',
     });
   });
 });
@@ -396,6 +462,7 @@ describe('any sequence of commands (property)', () => {
     seats.map((s) => markAsReserved(s)),
     fc.constant(reject),
     fc.constant(confirm),
+    fc.constantFrom(startPayment(), startPayment('payment-2'), cancelPayment),
     fc.constantFrom(assign('foo', 'bar', 'foo@bar.com'), assign('', 'bar', 'nope')),
   );
 
@@ -427,6 +494,13 @@ describe('any sequence of commands (property)', () => {
         assert.ok(types.filter((type) => type === 'OrderPlaced').length <= 1);
         assert.ok(!(state.confirmed && state.expired));
         assert.ok(types.filter((type) => type === 'OrderConfirmed' || type === 'OrderExpired').length <= 1);
+        // Seats never change while a payment is open.
+        let open = false;
+        for (const type of types) {
+          if (type === 'OrderPaymentStarted') open = true;
+          if (type === 'OrderPaymentCancelled' || type === 'OrderConfirmed') open = false;
+          assert.ok(!(open && type === 'OrderUpdated'));
+        }
         // Once confirmed or expired, only the registrant may still change; once confirmed, not by the registrant.
         const final = types.findIndex((type) => type === 'OrderConfirmed' || type === 'OrderExpired');
         if (final >= 0) assert.ok(types.slice(final + 1).every((type) => type === 'OrderRegistrantAssigned'));

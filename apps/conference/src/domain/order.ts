@@ -3,11 +3,14 @@
  * is not pure: the current time, the new order's access code and the conference's seat prices.
  *
  * Beyond the Journey: seats of an expired order cannot change, an expired order cannot be confirmed, and expiring
- * or confirming twice appends nothing, so a redelivered command is harmless.
+ * or confirming twice appends nothing, so a redelivered command is harmless. Its seats cannot change while a payment
+ * is open, a paid order is confirmed only by the payment it opened and for its total, and expiring a confirmed order
+ * does nothing (so a late expiry can never release sold seats).
  */
 import type { Decider } from '@stratus/eventsourcing';
 import {
   type CommandData,
+  CURRENCY,
   MAX_SEATS_PER_TYPE,
   type OrderEvent,
   RESERVATION_WINDOW_MS,
@@ -35,7 +38,9 @@ export type OrderCommand =
     }
   | { readonly type: 'RejectOrder'; readonly data: CommandData['RejectOrder'] }
   | { readonly type: 'AssignRegistrantDetails'; readonly data: CommandData['AssignRegistrantDetails'] }
-  | { readonly type: 'ConfirmOrder'; readonly data: CommandData['ConfirmOrder'] };
+  | { readonly type: 'ConfirmOrder'; readonly data: CommandData['ConfirmOrder'] }
+  | { readonly type: 'StartOrderPayment'; readonly data: CommandData['StartOrderPayment'] }
+  | { readonly type: 'CancelOrderPayment'; readonly data: CommandData['CancelOrderPayment'] };
 
 export interface OrderState {
   /** False until OrderPlaced: the order does not exist. */
@@ -47,6 +52,10 @@ export interface OrderState {
   readonly totals: OrderTotals;
   readonly confirmed: boolean;
   readonly expired: boolean;
+  /** The seats asked for last are reserved (in full or in part). */
+  readonly reserved: boolean;
+  /** The payment started and not yet settled ('' when none). */
+  readonly openPaymentId: string;
 }
 
 export const orderDecider: Decider<OrderState, OrderEvent, OrderCommand> = {
@@ -57,6 +66,8 @@ export const orderDecider: Decider<OrderState, OrderEvent, OrderCommand> = {
     totals: { lines: [], totalCents: 0, isFreeOfCharge: true },
     confirmed: false,
     expired: false,
+    reserved: false,
+    openPaymentId: '',
   }),
 
   evolve(state, event) {
@@ -64,15 +75,20 @@ export const orderDecider: Decider<OrderState, OrderEvent, OrderCommand> = {
       case 'OrderPlaced':
         return { ...state, placed: true, conferenceId: event.data.conferenceId, seats: event.data.seats };
       case 'OrderUpdated':
+        return { ...state, seats: event.data.seats, reserved: false };
       case 'OrderPartiallyReserved':
       case 'OrderReservationCompleted':
-        return { ...state, seats: event.data.seats };
+        return { ...state, seats: event.data.seats, reserved: true };
       case 'OrderTotalsCalculated': {
         const { lines, totalCents, isFreeOfCharge } = event.data;
         return { ...state, totals: { lines, totalCents, isFreeOfCharge } };
       }
       case 'OrderConfirmed':
-        return { ...state, confirmed: true };
+        return { ...state, confirmed: true, openPaymentId: '' };
+      case 'OrderPaymentStarted':
+        return { ...state, openPaymentId: event.data.paymentId };
+      case 'OrderPaymentCancelled':
+        return { ...state, openPaymentId: '' };
       case 'OrderExpired':
         return { ...state, expired: true };
       case 'OrderRegistrantAssigned':
@@ -97,7 +113,14 @@ export const orderDecider: Decider<OrderState, OrderEvent, OrderCommand> = {
           );
         return assignRegistrant(command.data);
       case 'ConfirmOrder':
-        return confirm(command.data.orderId, existing(state, command.data.orderId));
+        return confirm(command.data, existing(state, command.data.orderId));
+      case 'StartOrderPayment':
+        return startPayment(command.data, existing(state, command.data.orderId));
+      case 'CancelOrderPayment': {
+        const { orderId, paymentId } = command.data;
+        if (existing(state, orderId).openPaymentId !== paymentId) return [];
+        return [{ type: 'OrderPaymentCancelled', data: { orderId, paymentId } }];
+      }
     }
   },
 };
@@ -110,6 +133,8 @@ function register(data: Data<'RegisterToConference'>, state: OrderState): OrderE
   const seats = validSeats(data.seats);
   if (state.placed) {
     assertModifiable(state);
+    if (state.openPaymentId !== '')
+      throw new InvalidOperationError('A payment is in progress for this order: its seats cannot change.');
     // The prices passed in are those of `conferenceId`: pricing another conference's seats would be wrong.
     if (conferenceId !== state.conferenceId)
       throw new InvalidOperationError('The order belongs to another conference.');
@@ -153,17 +178,37 @@ function markAsReserved(data: Data<'MarkSeatsAsReserved'>, state: OrderState): O
   ];
 }
 
-/** Nothing to do for an order that never existed or has already expired (RejectOrder may come twice). */
+/**
+ * Nothing to do for an order that never existed, has already expired (RejectOrder may come twice) or was confirmed
+ * (an expiry that raced the confirmation: the order stays sold).
+ */
 function expire(orderId: string, state: OrderState): OrderEvent[] {
-  if (!state.placed || state.expired) return [];
-  if (state.confirmed) throw new InvalidOperationError('Cannot expire a confirmed order.');
+  if (!state.placed || state.expired || state.confirmed) return [];
   return [{ type: 'OrderExpired', data: { orderId } }];
 }
 
-function confirm(orderId: string, state: OrderState): OrderEvent[] {
+function confirm(data: Data<'ConfirmOrder'>, state: OrderState): OrderEvent[] {
+  const { orderId } = data;
   if (state.confirmed) return [];
   if (state.expired) throw new InvalidOperationError('Cannot confirm an expired order.');
+  if (!state.reserved) throw new InvalidOperationError('The seats of the order are not reserved yet.');
+  if (state.totals.totalCents > 0) {
+    if (data.paymentId === undefined || data.paymentId !== state.openPaymentId)
+      throw new InvalidOperationError('The order is confirmed by the payment started for it.');
+    if (data.amountCents !== state.totals.totalCents || (data.currency ?? CURRENCY) !== CURRENCY)
+      throw new InvalidOperationError('The amount paid does not match the order total.');
+  }
   return [{ type: 'OrderConfirmed', data: { orderId, seats: state.seats } }];
+}
+
+/** Opens a payment of the order's total: its seats are then fixed until the payment is settled. */
+function startPayment(data: Data<'StartOrderPayment'>, state: OrderState): OrderEvent[] {
+  const { orderId, paymentId } = data;
+  if (state.openPaymentId === paymentId) return [];
+  assertModifiable(state);
+  if (!state.reserved) throw new InvalidOperationError('The seats of the order are not reserved yet.');
+  if (state.totals.totalCents === 0) throw new InvalidOperationError('The order is free of charge.');
+  return [{ type: 'OrderPaymentStarted', data: { orderId, paymentId, totalCents: state.totals.totalCents } }];
 }
 
 function assignRegistrant(data: Data<'AssignRegistrantDetails'>): OrderEvent[] {

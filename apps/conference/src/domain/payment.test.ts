@@ -23,10 +23,15 @@ const initiate = (overrides: Partial<typeof details> = {}): PaymentCommand => ({
 const complete: PaymentCommand = { type: 'CompleteThirdPartyProcessorPayment', data: { paymentId } };
 const cancel: PaymentCommand = { type: 'CancelThirdPartyProcessorPayment', data: { paymentId } };
 
-const initiated: PaymentEvent[] = [{ type: 'PaymentInitiated', data: details }];
+const refund: PaymentCommand = {
+  type: 'RefundThirdPartyProcessorPayment',
+  data: { paymentId, reason: 'The order was already paid.' },
+};
+
+const initiated: PaymentEvent[] = [{ type: 'PaymentInitiated', data: { ...details, currency: 'USD' } }];
 const completed: PaymentEvent[] = [
   ...initiated,
-  { type: 'PaymentCompleted', data: { paymentId, paymentSourceId } },
+  { type: 'PaymentCompleted', data: { paymentId, paymentSourceId, amountCents: 99_500, currency: 'USD' } },
 ];
 const rejected: PaymentEvent[] = [
   ...initiated,
@@ -36,7 +41,13 @@ const rejected: PaymentEvent[] = [
 describe('InitiateThirdPartyProcessorPayment', () => {
   test('initiates a new payment with its details', () => {
     assert.deepEqual(given(paymentDecider).when(initiate()), initiated);
-    assert.deepEqual(given(paymentDecider, initiated).state, { ...details, status: 'Initiated' });
+    assert.deepEqual(given(paymentDecider, initiated).state, {
+      ...details,
+      currency: 'USD',
+      status: 'Initiated',
+      paidCents: 0,
+      refundDue: false,
+    });
   });
 
   test('does nothing when repeated with the same details, whatever became of the payment', () => {
@@ -109,13 +120,80 @@ describe('CancelThirdPartyProcessorPayment', () => {
   });
 });
 
+describe('CompleteThirdPartyProcessorPayment with what the processor took', () => {
+  test('records the amount and currency taken, even when they differ from the total asked', () => {
+    const partly: PaymentCommand = {
+      type: 'CompleteThirdPartyProcessorPayment',
+      data: { paymentId, amountCents: 100, currency: 'EUR' },
+    };
+    assert.deepEqual(given(paymentDecider, initiated).when(partly), [
+      { type: 'PaymentCompleted', data: { paymentId, paymentSourceId, amountCents: 100, currency: 'EUR' } },
+    ]);
+  });
+
+  test('owes back at once a payment completed after the order could take it', () => {
+    const limited: PaymentEvent[] = [
+      { type: 'PaymentInitiated', data: { ...details, currency: 'USD', expiresAt: 1_000 } },
+    ];
+    const at = (now: number): PaymentCommand => ({
+      type: 'CompleteThirdPartyProcessorPayment',
+      data: { paymentId, now },
+    });
+    assert.deepEqual(
+      given(paymentDecider, limited)
+        .when(at(1_000))
+        .map((event) => event.type),
+      ['PaymentCompleted'],
+    );
+    const late = given(paymentDecider, limited).when(at(1_001));
+    assert.deepEqual(
+      late.map((event) => event.type),
+      ['PaymentCompleted', 'PaymentRefundDue'],
+    );
+    assert.deepEqual(given(paymentDecider, [...limited, ...late]).when(refund), [], 'owed back once');
+  });
+
+  test('refuses an amount that is not a positive whole number of cents', () => {
+    const bad: PaymentCommand = {
+      type: 'CompleteThirdPartyProcessorPayment',
+      data: { paymentId, amountCents: 0 },
+    };
+    assert.throws(() => given(paymentDecider, initiated).when(bad), ValidationError);
+  });
+});
+
+describe('RefundThirdPartyProcessorPayment', () => {
+  test('records a refund of what a completed payment took, once', () => {
+    const due: PaymentEvent[] = [
+      {
+        type: 'PaymentRefundDue',
+        data: {
+          paymentId,
+          paymentSourceId,
+          amountCents: 99_500,
+          currency: 'USD',
+          reason: 'The order was already paid.',
+        },
+      },
+    ];
+    assert.deepEqual(given(paymentDecider, completed).when(refund), due);
+    assert.deepEqual(given(paymentDecider, [...completed, ...due]).when(refund), []);
+  });
+
+  test('owes nothing for a payment that took nothing', () => {
+    assert.deepEqual(given(paymentDecider, initiated).when(refund), []);
+    assert.deepEqual(given(paymentDecider, rejected).when(refund), []);
+  });
+});
+
 describe('any sequence of commands (property)', () => {
   const statusAfter = {
     PaymentInitiated: 'Initiated',
     PaymentCompleted: 'Completed',
     PaymentRejected: 'Rejected',
+    PaymentRefundDue: 'Completed',
   };
-  const command = fc.constantFrom(initiate(), initiate({ totalCents: 1 }), complete, cancel);
+  const command = fc.constantFrom(initiate(), initiate({ totalCents: 1 }), complete, cancel, refund);
 
   test('initiates once, ends at most once, and its state is the replay of its events', () => {
     fc.assert(
@@ -136,7 +214,11 @@ describe('any sequence of commands (property)', () => {
         }
         assert.deepEqual(replay(paymentDecider, events), state);
         const types = events.map((event) => event.type);
-        assert.ok(types.length === 0 || (types[0] === 'PaymentInitiated' && types.length <= 2));
+        assert.ok(types.length === 0 || (types[0] === 'PaymentInitiated' && types.length <= 3));
+        assert.ok(
+          !types.includes('PaymentRefundDue') || types[1] === 'PaymentCompleted',
+          'refunds follow payments',
+        );
         assert.ok(types.slice(1).every((type) => type !== 'PaymentInitiated'));
         const last = types.at(-1);
         assert.equal(state.status, last === undefined ? 'New' : statusAfter[last]);

@@ -1,10 +1,11 @@
 /**
  * The ThirdPartyProcessorPayment aggregate of the Payments context (stream `payment-<paymentId>`) as a decider. The
- * Journey stores it as a row; here it is event-sourced from its own three events. Every command is safe to
- * redeliver: repeating one that already took effect appends nothing.
+ * Journey stores it as a row; here it is event-sourced from its own events. It records what the processor took,
+ * and a refund owed when a completed payment paid for nothing. Every command is safe to redeliver: repeating one
+ * that already took effect appends nothing.
  */
 import type { Decider } from '@stratus/eventsourcing';
-import type { CommandData, PaymentEvent } from './contracts.js';
+import { type CommandData, CURRENCY, type PaymentEvent } from './contracts.js';
 import { InvalidOperationError, NotFoundError, ValidationError } from './errors.js';
 
 export type PaymentCommand =
@@ -14,11 +15,15 @@ export type PaymentCommand =
     }
   | {
       readonly type: 'CompleteThirdPartyProcessorPayment';
-      readonly data: CommandData['CompleteThirdPartyProcessorPayment'];
+      readonly data: CommandData['CompleteThirdPartyProcessorPayment'] & { readonly now?: number };
     }
   | {
       readonly type: 'CancelThirdPartyProcessorPayment';
       readonly data: CommandData['CancelThirdPartyProcessorPayment'];
+    }
+  | {
+      readonly type: 'RefundThirdPartyProcessorPayment';
+      readonly data: CommandData['RefundThirdPartyProcessorPayment'];
     };
 
 /** `New`: not initiated, so the payment does not exist. The Journey's Accepted state is never used, so absent. */
@@ -28,6 +33,10 @@ type PaymentDetails = Extract<PaymentEvent, { type: 'PaymentInitiated' }>['data'
 
 export interface PaymentState extends PaymentDetails {
   readonly status: PaymentStatus;
+  readonly currency: string;
+  /** What the processor took, once completed. */
+  readonly paidCents: number;
+  readonly refundDue: boolean;
 }
 
 export const paymentDecider: Decider<PaymentState, PaymentEvent, PaymentCommand> = {
@@ -38,16 +47,26 @@ export const paymentDecider: Decider<PaymentState, PaymentEvent, PaymentCommand>
     conferenceId: '',
     description: '',
     totalCents: 0,
+    currency: CURRENCY,
+    paidCents: 0,
+    refundDue: false,
   }),
 
   evolve(state, event) {
     switch (event.type) {
       case 'PaymentInitiated':
-        return { ...event.data, status: 'Initiated' };
+        return { ...state, ...event.data, currency: event.data.currency ?? CURRENCY, status: 'Initiated' };
       case 'PaymentCompleted':
-        return { ...state, status: 'Completed' };
+        return {
+          ...state,
+          status: 'Completed',
+          paidCents: event.data.amountCents ?? state.totalCents,
+          currency: event.data.currency ?? state.currency,
+        };
       case 'PaymentRejected':
         return { ...state, status: 'Rejected' };
+      case 'PaymentRefundDue':
+        return { ...state, refundDue: true };
     }
   },
 
@@ -56,35 +75,70 @@ export const paymentDecider: Decider<PaymentState, PaymentEvent, PaymentCommand>
       case 'InitiateThirdPartyProcessorPayment':
         return initiate(command.data, state);
       case 'CompleteThirdPartyProcessorPayment':
-        return complete(existing(state, command.data.paymentId));
+        return complete(existing(state, command.data.paymentId), command.data);
       case 'CancelThirdPartyProcessorPayment':
         return cancel(existing(state, command.data.paymentId));
+      case 'RefundThirdPartyProcessorPayment':
+        return refund(existing(state, command.data.paymentId), command.data.reason);
     }
   },
 };
 
 function initiate(details: PaymentDetails, state: PaymentState): PaymentEvent[] {
-  const { paymentId, paymentSourceId, conferenceId, description, totalCents } = details;
-  if (!Number.isSafeInteger(totalCents) || totalCents <= 0) {
-    const message = 'The total must be a positive whole number of cents.';
-    throw new ValidationError({ totalCents: message }, message);
-  }
-  const data = { paymentId, paymentSourceId, conferenceId, description, totalCents };
+  const { paymentId, paymentSourceId, conferenceId, description, totalCents, currency = CURRENCY } = details;
+  assertCents('totalCents', totalCents);
+  const data = {
+    paymentId,
+    paymentSourceId,
+    conferenceId,
+    description,
+    totalCents,
+    currency,
+    ...(details.expiresAt === undefined ? {} : { expiresAt: details.expiresAt }),
+  };
   if (state.status === 'New') return [{ type: 'PaymentInitiated', data }];
-  const same = (Object.keys(data) as (keyof PaymentDetails)[]).every((key) => data[key] === state[key]);
+  const same = (Object.keys(data) as (keyof typeof data)[]).every((key) => data[key] === state[key]);
   if (same) return [];
   throw new InvalidOperationError('The payment was already initiated with other details.');
 }
 
-function complete(state: PaymentState): PaymentEvent[] {
+/**
+ * Records what the processor took; whether it pays for the order is the registration process's to decide, but one
+ * that completes after the order could take it is owed back at once (the process may be over by then).
+ */
+function complete(state: PaymentState, paid: Data<'CompleteThirdPartyProcessorPayment'>): PaymentEvent[] {
   if (state.status === 'Completed') return [];
   if (state.status === 'Rejected') throw new InvalidOperationError('Cannot complete a rejected payment.');
+  const { amountCents = state.totalCents, currency = state.currency } = paid;
+  assertCents('amountCents', amountCents);
+  const { paymentId, paymentSourceId } = state;
+  const completed: PaymentEvent = {
+    type: 'PaymentCompleted',
+    data: { paymentId, paymentSourceId, amountCents, currency },
+  };
+  if (state.expiresAt === undefined || paid.now === undefined || paid.now <= state.expiresAt)
+    return [completed];
+  const reason = 'The payment came after the order could take it.';
   return [
-    {
-      type: 'PaymentCompleted',
-      data: { paymentId: state.paymentId, paymentSourceId: state.paymentSourceId },
-    },
+    completed,
+    { type: 'PaymentRefundDue', data: { paymentId, paymentSourceId, amountCents, currency, reason } },
   ];
+}
+
+type Data<Type extends PaymentCommand['type']> = Extract<PaymentCommand, { type: Type }>['data'];
+
+/** Owes a completed payment back, once; a payment that took nothing owes nothing. */
+function refund(state: PaymentState, reason: string): PaymentEvent[] {
+  if (state.status !== 'Completed' || state.refundDue) return [];
+  const { paymentId, paymentSourceId, paidCents: amountCents, currency } = state;
+  return [{ type: 'PaymentRefundDue', data: { paymentId, paymentSourceId, amountCents, currency, reason } }];
+}
+
+function assertCents(field: string, cents: number): void {
+  if (!Number.isSafeInteger(cents) || cents <= 0) {
+    const message = `The ${field === 'totalCents' ? 'total' : 'amount'} must be a positive whole number of cents.`;
+    throw new ValidationError({ [field]: message }, message);
+  }
 }
 
 function cancel(state: PaymentState): PaymentEvent[] {

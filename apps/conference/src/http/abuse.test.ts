@@ -149,6 +149,9 @@ describe('access codes cannot be brute-forced (finding 4)', () => {
     const locked = await login(conference.accessCode);
     assert.equal(assertLimited(locked), 60);
     assert.match(locked.body.error, /^Too many wrong access codes\. Try again in 60 seconds\.$/);
+    // The refusal names both limits the request is under: the rate it passed and the lockout that refused it.
+    assert.equal(locked.headers['ratelimit-policy'], '"sign-in";q=10;w=60, "wrong-access-codes-1";q=5;w=60');
+    assert.equal(locked.headers['ratelimit-remaining'], '0');
     await clock.advance(60_000);
     assert.equal((await login(conference.accessCode)).status, 200);
   });
@@ -188,6 +191,7 @@ describe('access codes cannot be brute-forced (finding 4)', () => {
     const locked = await signIn();
     assertLimited({ status: locked.statusCode, headers: locked.headers });
     assert.match(locked.body, /Too many wrong access codes\./);
+    assert.equal(locked.headers['ratelimit-policy'], '"sign-in";q=10;w=60, "wrong-access-codes-1";q=5;w=60');
     assert.equal((await owner.get(`/manage/${conference.slug}`)).statusCode, 303, 'no session yet');
     await clock.advance(60_000);
     const signedIn = await signIn();

@@ -2,8 +2,9 @@
  * The JSON API (a Fastify plugin): the owner's side (conferences, seat types, publishing, orders) behind a bearer
  * token, and the registrant's side mirroring the public web flow (order seats, wait for the reservation, name the
  * registrant, pay or confirm a free order, find the order, assign seats), each order behind its own token. Routes,
- * schemas and the OpenAPI document come from one table (openapi.ts), which also says what each operation checks
- * before its handler runs (rate limit, owner token, order token); the handlers live in ./api/, by topic.
+ * schemas and the OpenAPI document come from one table (openapi.ts), whose request schemas are the inputs the web
+ * forms share (./schemas/inputs.ts), and which also says what each operation checks before its handler runs (rate
+ * limit, owner token, order token); the handlers live in ./api/, by topic.
  *
  * Writes answer once the read models show them (bounded by SETTLE_MS), so a caller's next read sees its own write;
  * the seat reservation itself stays asynchronous (202 + Location, then GET with `?wait=`).
@@ -17,14 +18,15 @@ import { ownerConferenceHandlers } from './api/owner-conferences.js';
 import { ownerSeatTypeHandlers } from './api/owner-seat-types.js';
 import { paymentHandlers } from './api/payments.js';
 import { registrationHandlers } from './api/registration.js';
-import { apiSchemaCompiler } from './api/schema-compiler.js';
 import { seatAssignmentHandlers } from './api/seat-assignments.js';
 import { bearerToken, type Handlers, param } from './api/support.js';
 import { type AbuseLimits, abuseLimitsFor } from './limits/abuse-limits.js';
+import { addRateLimitFields } from './limits/rate-limit-fields.js';
 import { TooManyRequestsError } from './limits/too-many-requests.js';
 import { type ApiOperation, type OperationId, openApiDocument, operations, schemas } from './openapi.js';
 import { isOrderToken } from './order-token.js';
 import { secretOption } from './owner-token.js';
+import { apiSchemaCompiler } from './schemas/compiler.js';
 
 export interface ApiOptions extends OwnerTokenOptions {
   readonly system: ConferenceSystem;
@@ -35,7 +37,7 @@ export interface ApiOptions extends OwnerTokenOptions {
 export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Promise<void> {
   const { system } = options;
   const document = openApiDocument();
-  const secret = secretOption(options.ownerTokenSecret);
+  const secret = secretOption(options.ownerTokenSecret, system.config);
   const limits = options.limits ?? abuseLimitsFor(system);
   const auth = ownerAuth(system, secret, limits, options);
 
@@ -50,7 +52,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
     const { status, body } = errorResponse(error);
     if (status >= 500) request.log.error({ err: error }, 'API request failed');
     if (error instanceof HttpError && error.challenge) void reply.header('www-authenticate', 'Bearer');
-    if (error instanceof TooManyRequestsError) void reply.headers(error.headers);
+    if (error instanceof TooManyRequestsError) addRateLimitFields(reply, error.headers);
     return reply.code(status).send(body);
   });
 
@@ -74,7 +76,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
         ? []
         : [
             async (request: FastifyRequest, reply: FastifyReply) =>
-              void reply.headers(await limits.charge(limit, request.ip)),
+              addRateLimitFields(reply, await limits.charge(limit, request.ip)),
           ]),
       ...(operation.owner === true ? [auth.ownerOnly] : []),
       ...(operation.order === true ? [orderOnly] : []),

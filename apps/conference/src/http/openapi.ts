@@ -6,71 +6,11 @@
  * Request schemas stay within what Fastify's Ajv (draft-07) compiles; response schemas are documentation only and
  * use OpenAPI 3.1 (JSON Schema 2020-12) nullable types.
  */
-import { MAX_SEATS_PER_TYPE } from '../domain/contracts.js';
 import type { RateLimitKind } from './limits/abuse-limits.js';
+import { apiInputs } from './schemas/inputs.js';
+import { arrayOf, date, type JsonSchema, nullable, object, price, uuid } from './schemas/json-schema.js';
 
-/** A JSON schema, with the keywords this module reads typed. */
-export interface JsonSchema {
-  readonly type?: string | readonly string[];
-  readonly properties?: Readonly<Record<string, JsonSchema>>;
-  readonly required?: readonly string[];
-  readonly additionalProperties?: boolean | JsonSchema;
-  readonly items?: JsonSchema;
-  readonly [keyword: string]: unknown;
-}
-
-const text = (maxLength: number, description?: string): JsonSchema => ({
-  type: 'string',
-  maxLength,
-  ...(description === undefined ? {} : { description }),
-});
-const uuid: JsonSchema = { type: 'string', format: 'uuid' };
-const date: JsonSchema = { type: 'string', format: 'date', description: 'A calendar date, yyyy-mm-dd.' };
-const price: JsonSchema = {
-  type: 'number',
-  minimum: 0,
-  maximum: 50_000,
-  description: 'In currency units with at most 2 decimals, e.g. 199.5.',
-};
-const nullable = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type as string, 'null'] });
-const object = (
-  properties: Record<string, JsonSchema>,
-  required: readonly string[] = Object.keys(properties),
-): JsonSchema => ({ type: 'object', additionalProperties: false, required, properties });
-const arrayOf = (items: JsonSchema, maxItems?: number): JsonSchema => ({
-  type: 'array',
-  items,
-  ...(maxItems === undefined ? {} : { maxItems }),
-});
-
-const personalInfo = object({
-  firstName: text(100),
-  lastName: text(100),
-  email: text(254, 'An e-mail address.'),
-});
-const conferenceDetails = {
-  name: text(200),
-  description: text(4000),
-  location: text(200),
-  tagline: text(400),
-  twitterSearch: text(200),
-  startDate: date,
-  endDate: date,
-};
-const seatSelection = object({
-  seats: arrayOf(
-    object({
-      seatTypeId: text(64),
-      quantity: {
-        type: 'integer',
-        minimum: 0,
-        maximum: MAX_SEATS_PER_TYPE,
-        description: `At most ${MAX_SEATS_PER_TYPE} seats of one type per order.`,
-      },
-    }),
-    100,
-  ),
-});
+const { PersonalInfo: personalInfo, ConferenceChanges } = apiInputs;
 const seatAssignment = object({
   position: { type: 'integer', minimum: 0 },
   seatTypeId: uuid,
@@ -78,7 +18,7 @@ const seatAssignment = object({
   attendee: nullable(personalInfo),
 });
 
-/** Every schema of the API by name (the document's components). */
+/** Every schema of the API by name (the document's components): the inputs (./schemas/inputs.ts) and the answers. */
 export const schemas = {
   Error: object({ error: { type: 'string' } }),
   ValidationError: object({
@@ -89,17 +29,8 @@ export const schemas = {
       description: 'A message per offending field of the body or query.',
     },
   }),
-  NewConference: object(
-    {
-      ...conferenceDetails,
-      slug: text(100, 'Letters, digits and underscores; unique among conferences.'),
-      ownerName: text(200),
-      ownerEmail: text(254),
-    },
-    ['name', 'slug', 'description', 'location', 'startDate', 'endDate', 'ownerName', 'ownerEmail'],
-  ),
+  ...apiInputs,
   ConferenceCreated: object({ id: uuid, slug: { type: 'string' }, accessCode: { type: 'string' } }),
-  OwnerLogin: object({ email: text(254), accessCode: text(32) }),
   OwnerSession: object({
     token: { type: 'string', description: 'Send it as `Authorization: Bearer <token>`.' },
     conferenceId: uuid,
@@ -115,14 +46,13 @@ export const schemas = {
         "A new owner token: tokens signed for the old code (this one's too) are no longer accepted.",
     },
   }),
-  ConferenceChanges: object(conferenceDetails, []),
   OwnerConference: object({
     id: uuid,
     slug: { type: 'string' },
     accessCode: { type: 'string' },
     ownerName: { type: 'string' },
     ownerEmail: { type: 'string' },
-    ...conferenceDetails,
+    ...ConferenceChanges.properties,
     isPublished: { type: 'boolean' },
     wasEverPublished: { type: 'boolean' },
     seatTypes: arrayOf(
@@ -139,21 +69,6 @@ export const schemas = {
       }),
     ),
   }),
-  NewSeatType: object({
-    name: text(70),
-    description: text(250),
-    quantity: { type: 'integer', minimum: 0, maximum: 100_000 },
-    price,
-  }),
-  SeatTypeChanges: object(
-    {
-      name: text(70),
-      description: text(250),
-      quantity: { type: 'integer', minimum: 0, maximum: 100_000 },
-      price,
-    },
-    [],
-  ),
   Created: object({ id: uuid }),
   PublicConference: object({
     id: uuid,
@@ -174,7 +89,6 @@ export const schemas = {
       }),
     ),
   }),
-  SeatSelection: seatSelection,
   OrderAccepted: object({ orderId: uuid }),
   OrderAccess: object({
     orderId: uuid,
@@ -207,7 +121,6 @@ export const schemas = {
     accessCode: { type: 'string' },
     registrant: nullable(personalInfo),
   }),
-  PersonalInfo: personalInfo,
   PaymentInitiated: object({ paymentId: uuid }),
   OrderConfirmed: object({ status: { type: 'string', const: 'confirmed' } }),
   SeatAssignments: object({ seats: arrayOf(seatAssignment) }),
@@ -223,29 +136,6 @@ export const schemas = {
       }),
     ),
   }),
-  OrderQuery: {
-    type: 'object',
-    properties: {
-      wait: {
-        type: 'number',
-        minimum: 0,
-        maximum: 30,
-        description:
-          'Seconds to wait for the order to leave `pending` (or reach a status of `until`) before answering.',
-      },
-      until: {
-        type: 'string',
-        pattern:
-          '^(pending|reserved|partiallyReserved|confirmed|rejected|expired)(,(pending|reserved|partiallyReserved|confirmed|rejected|expired))*$',
-        description: 'With `wait`: the statuses to wait for, comma-separated (default: any but `pending`).',
-      },
-    },
-  },
-  FindOrderQuery: {
-    type: 'object',
-    required: ['email', 'accessCode'],
-    properties: { email: text(254), accessCode: text(32) },
-  },
 } as const satisfies Record<string, JsonSchema>;
 
 export type SchemaName = keyof typeof schemas;
@@ -531,7 +421,11 @@ const PARAMETERS: Readonly<Record<string, JsonSchema>> = {
   orderId: uuid,
   paymentId: uuid,
   position: { type: 'integer', minimum: 0 },
-  slug: { type: 'string' },
+  slug: {
+    type: 'string',
+    description:
+      "A conference's slug (see NewConference); a path that cannot name one is simply not found (404).",
+  },
 };
 
 const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
@@ -630,8 +524,10 @@ export function openApiDocument(): object {
       version: '1.0.0',
       description:
         'Conference owners manage conferences and seat types; registrants order seats, pay and assign them. ' +
-        'Prices are decimal currency units; every 400 answer is `{ error, fields }`. An order answers only to its ' +
-        'token; abuse limits answer 429 with Retry-After.',
+        'Prices are decimal currency units; every 400 answer is `{ error, fields }`. Every text field has a ' +
+        '`maxLength` (in characters) and a `pattern`: no control characters (a description may hold tabs and line ' +
+        'breaks) and no unpaired UTF-16 surrogates. An order answers only to its token; abuse limits answer 429 ' +
+        'with Retry-After.',
     },
     paths,
     components: {

@@ -5,6 +5,10 @@
  * (order-token.ts).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { InvalidOptionsError } from '@stratus/core';
+import { type ConferenceConfig, MIN_SECRET_BYTES } from '../app/config.js';
 
 export interface OwnerClaims {
   readonly conferenceId: string;
@@ -17,19 +21,40 @@ export interface OwnerClaims {
 /** How long a token from POST /api/owner/login is valid. */
 export const OWNER_TOKEN_TTL_MS = 12 * 60 * 60_000;
 
-let processSecret: Buffer | undefined;
+/** Where the embedded default keeps the secret it generated, in its data directory. */
+export const OWNER_SECRET_FILE = 'owner-token-secret';
 
-/** OWNER_TOKEN_SECRET when set, else a random secret for this process (tokens then die with it). */
-export function ownerTokenSecret(env: NodeJS.ProcessEnv = process.env): Buffer {
-  const configured = env.OWNER_TOKEN_SECRET;
-  if (configured !== undefined && configured !== '') return Buffer.from(configured, 'utf8');
-  processSecret ??= randomBytes(32);
-  return processSecret;
+/**
+ * OWNER_TOKEN_SECRET when set. Otherwise (the embedded default: configFromEnv requires it wherever several processes
+ * serve the web) a random secret generated on first start and kept in the data directory, readable by its owner
+ * only, so that a restart does not sign every owner out.
+ */
+export function ownerTokenSecret(config: Pick<ConferenceConfig, 'ownerTokenSecret' | 'dataDir'>): Buffer {
+  if (config.ownerTokenSecret !== undefined) return Buffer.from(config.ownerTokenSecret, 'utf8');
+  const path = join(config.dataDir, OWNER_SECRET_FILE);
+  mkdirSync(config.dataDir, { recursive: true });
+  // Written aside and linked into place: the file appears whole or not at all, and a secret kept already stays.
+  const draft = `${path}.${process.pid}.tmp`;
+  writeFileSync(draft, randomBytes(MIN_SECRET_BYTES).toString('base64url'), { mode: 0o600 });
+  try {
+    linkSync(draft, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    rmSync(draft, { force: true });
+  }
+  const kept = Buffer.from(readFileSync(path, 'utf8').trim(), 'utf8');
+  if (kept.length < MIN_SECRET_BYTES)
+    throw new InvalidOptionsError('OWNER_TOKEN_SECRET', `${path} holds fewer than ${MIN_SECRET_BYTES} bytes`);
+  return kept;
 }
 
-/** The secret of an `ownerTokenSecret` option: the one given, else ownerTokenSecret(). */
-export function secretOption(configured: string | undefined): Buffer {
-  return configured === undefined ? ownerTokenSecret() : Buffer.from(configured, 'utf8');
+/** The secret of an `ownerTokenSecret` option: the one given, else the configured or kept one (ownerTokenSecret). */
+export function secretOption(
+  configured: string | undefined,
+  config: Pick<ConferenceConfig, 'ownerTokenSecret' | 'dataDir'>,
+): Buffer {
+  return configured === undefined ? ownerTokenSecret(config) : Buffer.from(configured, 'utf8');
 }
 
 /** HMAC-SHA256 of `payload` under `secret`. */

@@ -1,7 +1,8 @@
 /**
  * The conference read model (the Journey's ConferenceViewModelGenerator): one document per conference with its seat
  * types and how many seats of each are still available, plus one per slug (read by id, which readers can cache until
- * it changes) and one per conference found by its owner login (e-mail and current access code). The runner
+ * it changes), one per conference found by its owner login (e-mail and current access code), and a summary of each
+ * published conference, so the public list reads a page of them, never every conference. The runner
  * applies each event exactly once (the position commits with the documents), so the Journey's version guards
  * against duplicates are not needed here.
  */
@@ -43,6 +44,17 @@ export interface ConferenceView {
   readonly remaining: Readonly<Record<string, number>>;
 }
 
+/** A published conference as the public list shows it (id: the conference's, so the list is in creation order). */
+export interface PublishedConferenceView {
+  readonly id: string;
+  readonly slug: string;
+  readonly name: string;
+  readonly tagline: string;
+  readonly location: string;
+  readonly startDate: string;
+  readonly endDate: string;
+}
+
 /** Finds a conference by its slug (which never changes). */
 export interface ConferenceSlugView {
   readonly conferenceId: string;
@@ -56,6 +68,8 @@ export interface OwnerLoginView {
 export const CONFERENCE = 'conference';
 export const CONFERENCE_SLUG = 'conferenceSlug';
 export const OWNER_LOGIN = 'ownerLogin';
+/** Only while the conference is published. */
+export const PUBLISHED_CONFERENCE = 'publishedConference';
 
 /** The lookup key of an owner login: e-mail compared case-insensitively, the code exactly. */
 export function ownerLoginId(email: string, accessCode: string): string {
@@ -83,12 +97,25 @@ function update(
   session: DocumentSession,
   id: string,
   change: (view: ConferenceView) => ConferenceView,
-): void {
+): ConferenceView {
   const view = session.get<ConferenceView>(CONFERENCE, id);
   // Events of one conference arrive in order and ConferenceCreated comes first, so a miss is a bug worth seeing.
   if (view === undefined) throw new Error(`conference view: no conference ${id}`);
   const next = change(view);
   session.put(CONFERENCE, id, next, next.slug);
+  return next;
+}
+
+/** The events that change what the public list shows of a conference. */
+const LISTED = new Set(['ConferenceUpdated', 'ConferencePublished', 'ConferenceUnpublished']);
+
+/** Puts the conference's summary on the public list as it now is, or takes it off once unpublished. */
+function relist(session: DocumentSession, view: ConferenceView): void {
+  const { id, slug, name, tagline, location, startDate, endDate } = view;
+  if (view.isPublished) {
+    const summary: PublishedConferenceView = { id, slug, name, tagline, location, startDate, endDate };
+    session.put(PUBLISHED_CONFERENCE, id, summary);
+  } else if (session.get(PUBLISHED_CONFERENCE, id) !== undefined) session.delete(PUBLISHED_CONFERENCE, id);
 }
 
 /** The conference's owner login, found by the owner's e-mail and the current access code only. */
@@ -99,8 +126,9 @@ function putOwnerLogin(session: DocumentSession, view: ConferenceView): void {
 
 export const conferenceView: DocumentProjectionDefinition = {
   name: 'conferences',
-  // 2: slug documents. 3: owner logins by conference, found by e-mail and code (the code can change).
-  version: 3,
+  // 2: slug documents. 3: owner logins by conference, found by e-mail and code (the code can change); or (a parallel
+  // 3) the published conferences' summaries. 4: both.
+  version: 4,
   eventTypes: [
     'ConferenceCreated',
     'ConferenceUpdated',
@@ -117,6 +145,7 @@ export const conferenceView: DocumentProjectionDefinition = {
   documentsOf(event): DocumentKey[] {
     const id = conferenceIdOf(event as ViewEvent);
     const keys: DocumentKey[] = [{ collection: CONFERENCE, id }];
+    if (LISTED.has(event.type)) keys.push({ collection: PUBLISHED_CONFERENCE, id });
     if (event.type === 'ConferenceCreated')
       keys.push({ collection: CONFERENCE_SLUG, id: (event.data as { slug: string }).slug });
     if (event.type === 'ConferenceCreated' || event.type === 'AccessCodeRotated')
@@ -147,12 +176,21 @@ export const conferenceView: DocumentProjectionDefinition = {
       }
       case 'ConferenceUpdated': {
         const { conferenceId: _, ...details } = event.data;
-        return update(session, id, (view) => ({ ...view, ...details }));
+        return relist(
+          session,
+          update(session, id, (view) => ({ ...view, ...details })),
+        );
       }
       case 'ConferencePublished':
-        return update(session, id, (view) => ({ ...view, isPublished: true, wasEverPublished: true }));
+        return relist(
+          session,
+          update(session, id, (view) => ({ ...view, isPublished: true, wasEverPublished: true })),
+        );
       case 'ConferenceUnpublished':
-        return update(session, id, (view) => ({ ...view, isPublished: false }));
+        return relist(
+          session,
+          update(session, id, (view) => ({ ...view, isPublished: false })),
+        );
       case 'AccessCodeRotated':
         return update(session, id, (view) => {
           const next = { ...view, accessCode: event.data.accessCode };

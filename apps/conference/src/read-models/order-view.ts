@@ -68,6 +68,8 @@ export interface PaymentView {
   readonly description: string;
   readonly totalCents: number;
   readonly status: PaymentStatus;
+  /** Why the payment is owed back, when it paid for nothing (absent otherwise). */
+  readonly refundDue?: string;
 }
 
 export const ORDER = 'order';
@@ -227,7 +229,12 @@ function applyPaymentEvent(session: DocumentSession, event: PaymentEvent): void 
   }
   const view = session.get<PaymentView>(PAYMENT, id);
   if (view === undefined) throw new Error(`payment view: no payment ${id}`);
-  session.put(PAYMENT, id, { ...view, status: event.type === 'PaymentCompleted' ? 'completed' : 'rejected' });
+  if (event.type === 'PaymentRefundDue') session.put(PAYMENT, id, { ...view, refundDue: event.data.reason });
+  else
+    session.put(PAYMENT, id, {
+      ...view,
+      status: event.type === 'PaymentCompleted' ? 'completed' : 'rejected',
+    });
 }
 
 const ORDER_EVENTS: readonly OrderEvent['type'][] = [
@@ -250,6 +257,7 @@ const PAYMENT_EVENTS: readonly PaymentEvent['type'][] = [
   'PaymentInitiated',
   'PaymentCompleted',
   'PaymentRejected',
+  'PaymentRefundDue',
 ];
 
 const isPaymentEvent = (event: ViewEvent): event is PaymentEvent =>

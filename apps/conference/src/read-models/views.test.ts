@@ -15,6 +15,8 @@ import {
   conferenceView,
   OWNER_LOGIN,
   ownerLoginId,
+  PUBLISHED_CONFERENCE,
+  type PublishedConferenceView,
 } from './conference-view.js';
 import {
   ASSIGNMENTS,
@@ -132,6 +134,36 @@ describe('conference view', () => {
     assert.equal(conference?.startDate, '2027-04-01');
     assert.equal(conference?.isPublished, false);
     assert.equal(conference?.wasEverPublished, true);
+  });
+
+  test('keeps a summary of the conference for the public list while it is published', () => {
+    const view = harness(conferenceView);
+    const summary = () => view.get<PublishedConferenceView>(PUBLISHED_CONFERENCE, 'c1');
+    const updated = (name: string): RegistrationEvent => ({
+      type: 'ConferenceUpdated',
+      data: { conferenceId: 'c1', ...details, name },
+    });
+    view.given('conference-c1', created, updated('Not listed yet'));
+    assert.equal(summary(), undefined);
+    view.given('conference-c1', { type: 'ConferencePublished', data: { conferenceId: 'c1' } });
+    const { name, tagline, location, startDate, endDate } = details;
+    assert.deepEqual(summary(), {
+      id: 'c1',
+      slug: 'cqrs27',
+      tagline,
+      location,
+      startDate,
+      endDate,
+      name: 'Not listed yet',
+    });
+    view.given('conference-c1', updated(name));
+    assert.equal(summary()?.name, name);
+    view.given(
+      'conference-c1',
+      { type: 'ConferenceUnpublished', data: { conferenceId: 'c1' } },
+      updated('Hidden'),
+    );
+    assert.equal(summary(), undefined);
   });
 
   test('a seat type starts with nothing available until the availability aggregate adds its seats', () => {

@@ -26,6 +26,11 @@ const MAX_KEPT_STDERR = 8 * 1024;
 /** The variables of the app's configuration: none leaks in from this process's environment. */
 const CONFIG_VARIABLES = [
   'PORT',
+  'WORKER_PORT',
+  'METRICS_TOKEN',
+  'REQUEST_TIMEOUT_SECONDS',
+  'HEADERS_TIMEOUT_SECONDS',
+  'KEEP_ALIVE_TIMEOUT_SECONDS',
   'HOST',
   'STRATUS_DATA_DIR',
   'DATABASE_URL',
@@ -80,7 +85,9 @@ export class AppProcess {
       if (value !== undefined && !CONFIG_VARIABLES.includes(name)) childEnv[name] = value;
     Object.assign(childEnv, env, {
       ROLE: role,
+      // A worker serves its health on WORKER_PORT, the others on PORT.
       PORT: String(port),
+      WORKER_PORT: String(port),
       HOST: LOOPBACK,
       OWNER_TOKEN_SECRET,
       // A log line per request would be measured too; warnings and errors still go to stdout.

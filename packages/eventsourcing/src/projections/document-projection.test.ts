@@ -15,6 +15,7 @@ import {
   type DocumentKey,
   type DocumentProjectionDefinition,
   type DocumentReader,
+  type DocumentSlice,
   documentTable,
   postgresDocumentProjection,
   postgresDocumentReader,
@@ -98,6 +99,16 @@ async function exercise<Tx>(
     (await reader.find<Cart>('cart')).map((cart) => cart.id),
     ['c1', 'c3'],
   );
+  const slice = async (slice: DocumentSlice, lookup?: string) =>
+    (await reader.find<Cart>('cart', lookup, slice)).map((cart) => cart.id);
+  assert.deepEqual(await slice({ limit: 1 }), ['c1']);
+  assert.deepEqual(await slice({ limit: 5, after: 'c1' }), ['c3']);
+  assert.deepEqual(await slice({ limit: 5, after: 'c3' }), []);
+  assert.deepEqual(await slice({ limit: 5, before: 'c3' }), ['c1']);
+  assert.deepEqual(await slice({ limit: 1, before: 'c9' }), ['c3'], 'the nearest before the cursor');
+  assert.deepEqual(await slice({ limit: 2, before: 'c9' }), ['c1', 'c3'], 'in id order');
+  assert.deepEqual(await slice({ limit: 5, after: 'c0' }, 'bob'), ['c3']);
+  await assert.rejects(reader.find('cart', undefined, { limit: 0 }), /slice\.limit/);
   assert.deepEqual(await reader.get('owner', 'ann'), { checkouts: 1 });
   assert.deepEqual([...changed].sort(), ['cart/c1', 'cart/c2', 'cart/c3', 'owner/ann']);
 

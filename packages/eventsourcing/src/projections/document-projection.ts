@@ -355,11 +355,55 @@ export function postgresDocumentProjection(
   };
 }
 
+/**
+ * Part of a collection in id order, for paging by cursor: at most `limit` documents, those right after the id
+ * `after` (from the first when it is omitted), or those right before the id `before`. Either way they come in id
+ * order, and the read costs an index range, whatever the size of the collection.
+ */
+export type DocumentSlice =
+  | { readonly limit: number; readonly after?: string; readonly before?: undefined }
+  | { readonly limit: number; readonly before: string; readonly after?: undefined };
+
 /** Reads a document view: the version that serves reads (looked up again at most once a second). */
 export interface DocumentReader {
   get<T>(collection: string, id: string): Promise<T | undefined>;
-  /** The documents of `collection` with this lookup key (all of the collection when it is omitted), by id. */
-  find<T>(collection: string, lookup?: string): Promise<T[]>;
+  /**
+   * The documents of `collection` with this lookup key (all of the collection when it is omitted), by id; with a
+   * slice, only that part of them.
+   */
+  find<T>(collection: string, lookup?: string, slice?: DocumentSlice): Promise<T[]>;
+}
+
+/** The SQL of a find; `placeholder` writes the parameter of a position (1-based) as the database wants it. */
+function findQuery(
+  table: string,
+  collection: string,
+  lookup: string | undefined,
+  slice: DocumentSlice | undefined,
+  placeholder: (position: number) => string,
+): { text: string; values: (string | number)[] } {
+  const values: (string | number)[] = [];
+  const where: string[] = [];
+  const add = (condition: string, value: string) => {
+    values.push(value);
+    where.push(`${condition} ${placeholder(values.length)}`);
+  };
+  add('collection =', collection);
+  if (lookup !== undefined) add('lookup =', lookup);
+  if (slice === undefined)
+    return { text: `SELECT doc FROM ${table} WHERE ${where.join(' AND ')} ORDER BY id`, values };
+  if (!Number.isInteger(slice.limit) || slice.limit < 1)
+    throw new InvalidOptionsError('slice.limit', `expected a whole number ≥ 1, got ${slice.limit}`);
+  if (slice.before !== undefined) add('id <', slice.before);
+  else if (slice.after !== undefined) add('id >', slice.after);
+  values.push(slice.limit);
+  const limit = `LIMIT ${placeholder(values.length)}`;
+  const condition = where.join(' AND ');
+  if (slice.before === undefined)
+    return { text: `SELECT doc FROM ${table} WHERE ${condition} ORDER BY id ${limit}`, values };
+  // The nearest ones before the cursor, read backwards along the index, then put back in id order.
+  const nearest = `SELECT id, doc FROM ${table} WHERE ${condition} ORDER BY id DESC ${limit}`;
+  return { text: `SELECT doc FROM (${nearest}) AS slice ORDER BY id`, values };
 }
 
 const ACTIVE_VERSION_TTL_MS = 1000;
@@ -394,16 +438,11 @@ export function sqliteDocumentReader(
         .get(collection, id);
       return row === undefined ? undefined : (JSON.parse(row.doc as string) as T);
     },
-    async find<T>(collection: string, lookup?: string) {
+    async find<T>(collection: string, lookup?: string, slice?: DocumentSlice) {
       const active = await version();
       if (active === undefined) return [];
-      const table = documentTable(name, active);
-      const rows =
-        lookup === undefined
-          ? database.prepare(`SELECT doc FROM ${table} WHERE collection = ? ORDER BY id`).all(collection)
-          : database
-              .prepare(`SELECT doc FROM ${table} WHERE collection = ? AND lookup = ? ORDER BY id`)
-              .all(collection, lookup);
+      const { text, values } = findQuery(documentTable(name, active), collection, lookup, slice, () => '?');
+      const rows = database.prepare(text).all(...values);
       return rows.map((row) => JSON.parse(row.doc as string) as T);
     },
   };
@@ -428,23 +467,11 @@ export function postgresDocumentReader(
       });
       return rows[0]?.doc;
     },
-    async find<T>(collection: string, lookup?: string) {
+    async find<T>(collection: string, lookup?: string, slice?: DocumentSlice) {
       const active = await version();
       if (active === undefined) return [];
-      const { rows } =
-        lookup === undefined
-          ? await pool.query<{ doc: T }>({
-              ...prepared(`SELECT doc FROM ${table(active)} WHERE collection = $1 ORDER BY id`),
-              values: [collection],
-              types: postgresTypes,
-            })
-          : await pool.query<{ doc: T }>({
-              ...prepared(
-                `SELECT doc FROM ${table(active)} WHERE collection = $1 AND lookup = $2 ORDER BY id`,
-              ),
-              values: [collection, lookup],
-              types: postgresTypes,
-            });
+      const { text, values } = findQuery(table(active), collection, lookup, slice, (index) => `$${index}`);
+      const { rows } = await pool.query<{ doc: T }>({ ...prepared(text), values, types: postgresTypes });
       return rows.map((row) => row.doc);
     },
   };

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { VirtualClock } from '@stratus/testkit';
 import { concurrencyLimit } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
-import { httpRateLimit, rateLimitHeaders, setRateLimitHeaders } from './http.js';
+import { combineRateLimitHeaders, httpRateLimit, rateLimitHeaders, setRateLimitHeaders } from './http.js';
 import type { RateLimitResult } from './types.js';
 
 const allowed: RateLimitResult = {
@@ -80,6 +80,68 @@ describe('rateLimitHeaders', () => {
       'Retry-After: 2',
     ]);
   });
+  test('advertises a sub-second window as its quota scaled to whole seconds, never more than allowed', () => {
+    const policy = (limit: number, windowMs: number) =>
+      rateLimitHeaders({ ...allowed, limit }, { policy: 'p', windowMs, style: 'draft' })['RateLimit-Policy'];
+    assert.equal(policy(5, 100), '"p";q=50;w=1', '5 per 100 ms is 50 a second, not 5');
+    assert.equal(policy(1, 250), '"p";q=4;w=1');
+    assert.equal(policy(3, 1_500), '"p";q=4;w=2', '2 a second: 4 in 2 s, rounded down');
+    assert.equal(policy(100, 60_000), '"p";q=100;w=60');
+  });
+
+  test('a cost above the limit still gets a Retry-After: when the quota is full again', () => {
+    const tooBig: RateLimitResult = {
+      allowed: false,
+      limit: 5,
+      remaining: 3,
+      resetMs: 4_200,
+      retryAfterMs: Infinity,
+    };
+    assert.equal(rateLimitHeaders(tooBig, { cost: 6 })['Retry-After'], '5');
+    assert.equal(
+      rateLimitHeaders({ ...tooBig, resetMs: 0 }, { cost: 6, windowMs: 10_000 })['Retry-After'],
+      '10',
+    );
+    assert.equal(
+      rateLimitHeaders(tooBig, { cost: 5 })['Retry-After'],
+      undefined,
+      'within the limit: no promise',
+    );
+  });
+
+  test('two limiters on one response: the tighter legacy fields, a list item per policy, the later Retry-After', () => {
+    const headers: Record<string, string> = {};
+    setRateLimitHeaders(headers, allowed, { policy: 'per-minute', windowMs: 60_000 });
+    setRateLimitHeaders(
+      headers,
+      { allowed: false, limit: 10, remaining: 0, resetMs: 800, retryAfterMs: 800 },
+      { policy: 'per-second', windowMs: 1_000 },
+    );
+    assert.deepEqual(headers, {
+      'RateLimit-Limit': '10',
+      'RateLimit-Remaining': '0',
+      'RateLimit-Reset': '1',
+      'RateLimit-Policy': '"per-minute";q=100;w=60, "per-second";q=10;w=1',
+      RateLimit: '"per-minute";r=42;t=30, "per-second";r=0;t=1',
+      'Retry-After': '1',
+    });
+    // A looser limiter after it changes no legacy field; one policy written again replaces its own item.
+    setRateLimitHeaders(headers, { ...allowed, remaining: 41 }, { policy: 'per-minute', windowMs: 60_000 });
+    assert.equal(headers['RateLimit-Remaining'], '0');
+    assert.equal(headers.RateLimit, '"per-minute";r=41;t=30, "per-second";r=0;t=1');
+  });
+
+  test('combines with fields spelt in another case, and keeps the later of two Retry-Afters', () => {
+    const combined = combineRateLimitHeaders(
+      { 'Retry-After': '30', RateLimit: '"a, b";r=1;t=30' },
+      { 'Retry-After': '2', RateLimit: '"c";r=0;t=2' },
+    );
+    assert.equal(combined['Retry-After'], '30');
+    assert.equal(combined.RateLimit, '"a, b";r=1;t=30, "c";r=0;t=2', 'a comma inside a name splits nothing');
+    const plain: Record<string, string> = { 'ratelimit-remaining': '0', 'ratelimit-limit': '1' };
+    setRateLimitHeaders(plain, allowed, { style: 'legacy' });
+    assert.deepEqual(plain, { 'RateLimit-Limit': '1', 'RateLimit-Remaining': '0' });
+  });
 });
 
 describe('httpRateLimit on a loopback node:http server', () => {
@@ -89,13 +151,28 @@ describe('httpRateLimit on a loopback node:http server', () => {
   const oneAtATime = concurrencyLimit({ maxInFlight: 1, clock, name: 'uploads' });
   const uploadGuard = httpRateLimit({ limiter: oneAtATime, key: () => 'all' });
   const releaseUpload: (() => void)[] = [];
+  // Two limiters on one route: a burst of 10 a second (a sub-second window) within 2 a minute per tenant.
+  const burst = httpRateLimit({
+    limiter: fixedWindow({ limit: 1, windowMs: 100, clock, name: 'burst' }),
+    key: (request) => String(request.headers['x-tenant']),
+  });
+  const bulk = httpRateLimit({
+    limiter: fixedWindow({ limit: 5, windowMs: 10_000, clock, name: 'bulk' }),
+    key: () => 'all',
+    cost: (request) => Number(request.headers['x-cost']),
+  });
   let server: Server;
   let base: string;
 
   before(async () => {
     server = createServer(async (request, response) => {
       const upload = request.url?.startsWith('/upload') === true;
-      const admitted = await (upload ? uploadGuard : guard)(request, response);
+      const admitted =
+        request.url === '/both'
+          ? (await guard(request, response)) && (await burst(request, response))
+          : request.url === '/bulk'
+            ? await bulk(request, response)
+            : await (upload ? uploadGuard : guard)(request, response);
       if (!admitted) return;
       if (request.url === '/upload?hold') await new Promise<void>((resolve) => releaseUpload.push(resolve));
       response.end('ok');
@@ -144,5 +221,33 @@ describe('httpRateLimit on a loopback node:http server', () => {
     let next = await get('/upload');
     for (let i = 0; i < 50 && next.status === 429; i++) next = await get('/upload'); // the close event may trail the body
     assert.equal(next.status, 200);
+  });
+
+  test('two limiters on one response write one combined set of fields', async () => {
+    const answer = await get('/both', 'initech');
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get('ratelimit-policy'), '"tenant-api";q=2;w=60, "burst";q=10;w=1');
+    assert.match(answer.headers.get('ratelimit') ?? '', /^"tenant-api";r=1;t=\d+, "burst";r=0;t=1$/);
+    assert.equal(answer.headers.get('ratelimit-remaining'), '0', 'the tighter of the two');
+    assert.equal(answer.headers.get('ratelimit-limit'), '1');
+    const refused = await get('/both', 'initech');
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.match(refused.headers.get('ratelimit') ?? '', /"tenant-api";r=0;t=\d+, "burst";r=0;t=1$/);
+  });
+
+  test('a request costing more than the limit: 429 with Retry-After, and a body saying it never passes', async () => {
+    const tooBig = await fetch(`${base}/bulk`, {
+      headers: { 'x-cost': '6' },
+      signal: AbortSignal.timeout(5000),
+    });
+    assert.equal(tooBig.status, 429);
+    assert.equal(tooBig.headers.get('retry-after'), '10', 'the window: the quota is full already');
+    assert.match(await tooBig.text(), /takes 6 permits, more than the limit of 5; it can never be allowed/);
+    const fits = await fetch(`${base}/bulk`, {
+      headers: { 'x-cost': '5' },
+      signal: AbortSignal.timeout(5000),
+    });
+    assert.equal(fits.status, 200);
   });
 });

@@ -10,7 +10,7 @@ import { HttpError } from './errors.js';
 import { bearerToken, type Handlers, param } from './support.js';
 
 export interface OwnerTokenOptions {
-  /** The HMAC key of owner and order tokens; default OWNER_TOKEN_SECRET, else a random key for this process. */
+  /** The HMAC key of owner and order tokens; default the configured one, else the data directory's (ownerTokenSecret). */
   readonly ownerTokenSecret?: string;
   /** How long an owner token is valid; default 12 hours. */
   readonly ownerTokenTtlMs?: number;

@@ -1,5 +1,5 @@
 /** Paying for a reserved order (or confirming a free one at once), and the simulated processor's verdicts. */
-import { uuidv7 } from '@stratus/core';
+import { startOrderPayment } from '../../app/payments.js';
 import type { ConferenceSystem } from '../../app/system.js';
 import { InvalidOperationError } from '../../domain/errors.js';
 import type { OrderView } from '../../read-models/order-view.js';
@@ -21,13 +21,12 @@ export function paymentHandlers(system: ConferenceSystem): PaymentHandlers {
         return reply.code(200).send({ status: 'confirmed' });
       }
       const conference = await queries.conference(order.conferenceId);
-      const paymentId = uuidv7(clock.now());
-      await commands.send('InitiateThirdPartyProcessorPayment', {
-        paymentId,
-        paymentSourceId: orderId,
+      const paymentId = await startOrderPayment(commands, clock, {
+        orderId,
         conferenceId: order.conferenceId,
         description: `Registration for ${conference?.name ?? order.conferenceId}`,
         totalCents: order.totalCents,
+        expiresAt: (order.reservationExpiresAt ?? clock.now()) + system.config.reservationGraceMs,
       });
       return reply.code(201).send({ paymentId });
     },

@@ -12,6 +12,7 @@ import type { ConferenceView } from '../../read-models/conference-view.js';
 import { ORDER, type OrderView } from '../../read-models/order-view.js';
 import type { AbuseLimits } from '../limits/abuse-limits.js';
 import { orderToken } from '../order-token.js';
+import { isSlugParam } from '../schemas/text.js';
 import {
   assertOpen,
   assignRegistrant,
@@ -22,8 +23,6 @@ import {
   settle,
   uuidParam,
 } from './support.js';
-
-const SLUG = /^\w{1,100}$/;
 
 interface SeatSelectionBody {
   readonly seats: readonly { readonly seatTypeId: string; readonly quantity: number }[];
@@ -43,7 +42,7 @@ export function registrationHandlers(
   const access = (orderId: string) => ({ orderId, orderToken: orderToken(orderId, secret) });
 
   async function publishedConference(slug: string): Promise<ConferenceView> {
-    const view = SLUG.test(slug) ? await queries.conferenceBySlug(slug) : undefined;
+    const view = isSlugParam(slug) ? await queries.conferenceBySlug(slug) : undefined;
     if (view === undefined || !view.isPublished) throw new NotFoundError('Conference', slug);
     return view;
   }

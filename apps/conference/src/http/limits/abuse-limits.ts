@@ -130,7 +130,8 @@ export class AbuseLimits {
 
   async #take(limiter: RateLimiter, key: string, cost: number, message: string): Promise<void> {
     const result = await limiter.acquire(key, cost);
-    if (!result.allowed) throw TooManyRequestsError.of(message, result, limiter.name, limiter.windowMs ?? 0);
+    if (!result.allowed)
+      throw TooManyRequestsError.of(message, result, limiter.name, limiter.windowMs ?? 0, cost);
   }
 
   /**

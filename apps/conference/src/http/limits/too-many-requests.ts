@@ -12,17 +12,20 @@ export class TooManyRequestsError extends Error {
     this.headers = headers;
   }
 
-  /** The refusal of `result` (from the limit named `policy` over `windowMs`), its message ending in when to retry. */
+  /**
+   * The refusal of `result` (from the limit named `policy` over `windowMs`, asked for `cost` permits), its message
+   * ending in when to retry (a cost above the limit: once the client's quota is whole again, as Retry-After says).
+   */
   static of(
     message: string,
     result: RateLimitResult,
     policy: string,
     windowMs: number,
+    cost = 1,
   ): TooManyRequestsError {
-    return new TooManyRequestsError(
-      `${message} Try again in ${inWords(result.retryAfterMs)}.`,
-      rateLimitHeaders(result, { policy, windowMs }),
-    );
+    const headers = rateLimitHeaders(result, { policy, windowMs, cost });
+    const retryAfter = Number(headers['Retry-After'] ?? 0) * 1000;
+    return new TooManyRequestsError(`${message} Try again in ${inWords(retryAfter)}.`, headers);
   }
 }
 

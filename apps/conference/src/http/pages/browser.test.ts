@@ -16,6 +16,7 @@ import Fastify from 'fastify';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { configFromEnv } from '../../app/config.js';
 import { startSystem } from '../../app/threaded-system.js';
+import { securityHeaders } from '../security-headers.js';
 import { pageRoutes } from './index.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -67,12 +68,18 @@ describe('the conference web sites in Chromium', { skip }, () => {
     const app = Fastify({ logger: false });
     let browser: Browser | undefined;
     let page: Page | undefined;
+    // The browser enforces the app's Content-Security-Policy: anything it refuses is reported on the console.
+    const refusals: string[] = [];
     try {
+      securityHeaders(app);
       await app.register(pageRoutes, { system });
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
       const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
       page = await context.newPage();
+      page.on('console', (message) => {
+        if (/Content Security Policy/i.test(message.text())) refusals.push(message.text());
+      });
       page.setDefaultTimeout(10_000);
       page.setDefaultNavigationTimeout(15_000);
       const slug = `browser_${Date.now().toString(36)}`;
@@ -202,6 +209,7 @@ describe('the conference web sites in Chromium', { skip }, () => {
       await heading(page, 'Registration details');
       await page.locator('#attendees').getByText('Bob Ray <bob@example.com>').waitFor();
       await shot(page, '10-seat-assigned');
+      assert.deepEqual(refusals, [], 'the pages keep to their Content-Security-Policy');
     } catch (error) {
       if (page !== undefined) await shot(page, 'failure').catch(() => {});
       throw error;

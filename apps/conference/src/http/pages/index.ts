@@ -4,10 +4,13 @@
  *
  * Routes (none can collide with `/api/...`, `/health/...` or `/metrics`: Fastify matches static segments before
  * parameters, so a conference slugged `api`, `manage`, `payment`, `health` or `metrics` would be unreachable on the
- * public site; owners should not pick those):
+ * public site; those slugs are refused, see domain/slug.ts):
+ *
+ * Every form is read through the schema of the same input on the API (../schemas): a field the schema or the domain
+ * refuses shows its message, with a 400.
  *
  * Public registration site (`{slug}` is the conference code):
- *   GET  /                                         published conferences
+ *   GET  /[?after|before]                          published conferences, 20 a page (cursor: a conference id)
  *   GET  /{slug}                                   conference home ("Register", "Locate Registration")
  *   GET  /{slug}/register[?orderId]                choose seats (0..20 per type, "Sold out"); with orderId: re-choose
  *   POST /{slug}/register                          RegisterToConference (sets the order's cookie) → /{slug}/registrant
@@ -26,7 +29,7 @@
  *
  * An order's pages (those taking an orderId, and POST /{slug}/pay) need the order's token in its cookie, else 404.
  *
- * Owner (management) site (conferences slugged `create` or `locate` cannot be managed here; owners should not pick them):
+ * Owner (management) site (`create`, `locate` and `sign-in` are reserved: no conference has those slugs):
  *   GET  /manage                                   "Contoso Conference Management Portal"
  *   GET|POST /manage/sign-in[?slug]                sign in with slug and access code (401 "Invalid access code.")
  *   GET|POST /manage/locate                        log in with e-mail and access code
@@ -54,6 +57,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../../app/system.js';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
 import { type AbuseLimits, abuseLimitsFor } from '../limits/abuse-limits.js';
+import { addRateLimitFields } from '../limits/rate-limit-fields.js';
 import { TooManyRequestsError } from '../limits/too-many-requests.js';
 import { secretOption } from '../owner-token.js';
 import { html } from './html.js';
@@ -70,7 +74,7 @@ export interface PageRoutesOptions {
   readonly system: ConferenceSystem;
   /** The abuse limits, shared with the API; default: as the system's configuration sets them. */
   readonly limits?: AbuseLimits;
-  /** The HMAC key of owner sessions and order tokens; default OWNER_TOKEN_SECRET, else a random one per process. */
+  /** The HMAC key of owner sessions and order tokens; default the configured one, else the data directory's. */
   readonly ownerTokenSecret?: string;
 }
 
@@ -87,7 +91,7 @@ export async function pageRoutes(app: FastifyInstance, options: PageRoutesOption
   app.setErrorHandler((error, request, reply) => {
     const status = statusOf(error);
     if (status >= 500) request.log.error({ err: error }, 'page failed');
-    if (error instanceof TooManyRequestsError) void reply.headers(error.headers);
+    if (error instanceof TooManyRequestsError) addRateLimitFields(reply, error.headers);
     const text =
       status >= 500 ? 'Something went wrong. Please try again.' : (error as Error).message || 'Bad request.';
     const title = status >= 500 ? 'Error' : 'Sorry';
@@ -98,7 +102,7 @@ export async function pageRoutes(app: FastifyInstance, options: PageRoutesOption
     );
   });
   const { system } = options;
-  const secret = secretOption(options.ownerTokenSecret);
+  const secret = secretOption(options.ownerTokenSecret, system.config);
   const site: Site = {
     system,
     access: new SiteAccess(secret, system.clock),

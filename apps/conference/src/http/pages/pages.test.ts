@@ -33,7 +33,7 @@ const anonymous = () => new InjectBrowser(app);
 
 /** Gives the browser an order's token, as placing the order on the site would have. */
 function holdOrder(slug: string, orderId: string): void {
-  browser.setCookie(`order-${orderId}`, orderToken(orderId, ownerTokenSecret()), `/${slug}`);
+  browser.setCookie(`order-${orderId}`, orderToken(orderId, ownerTokenSecret(system.config)), `/${slug}`);
 }
 
 function field(body: string, name: string): string {
@@ -121,7 +121,10 @@ describe('owner site', () => {
       name: '',
     });
     assert.equal(invalid.statusCode, 400);
-    assert.match(invalid.body, /The slug can only contain alphanumeric characters and underscores\./);
+    assert.match(
+      invalid.body,
+      /The slug can only contain lowercase letters, digits, hyphens and underscores\./,
+    );
     assert.match(invalid.body, /The provided email address is not valid\./);
     assert.match(invalid.body, /The ownerName field is required\./);
   });
@@ -318,7 +321,7 @@ describe('public site', () => {
     assert.equal(mismatch.statusCode, 400);
     assert.match(mismatch.body, /E-Mail addresses do not match\./);
     const missing = await post(`/${slug}/registrant`, { ...registrant, lastName: '', confirmEmail: '' });
-    assert.match(missing.body, /The LastName field is required\./);
+    assert.match(missing.body, /The last name is required\./);
     assert.match(missing.body, /Please confirm the e-mail address\./);
 
     const paying = await post(`/${slug}/registrant`, {

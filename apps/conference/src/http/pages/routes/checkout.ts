@@ -4,11 +4,12 @@
  * reservation.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { PersonalInfo } from '../../../domain/contracts.js';
 import { InvalidOperationError, NotFoundError, ValidationError } from '../../../domain/errors.js';
-import { EMAIL_PATTERN } from '../../../domain/personal-info.js';
+import { personalInfoProblems } from '../../../domain/personal-info.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
 import type { OrderView } from '../../../read-models/order-view.js';
+import { readForm } from '../../schemas/forms.js';
+import { apiInputs } from '../../schemas/inputs.js';
 import { type Fields, fieldsOf, isId, type Site, seeOther, sendPage, wholeNumber } from '../support.js';
 import { type CheckoutForm, checkoutPage } from '../views/checkout.js';
 import { completedOrderPage, orderUnknownPage } from '../views/order-status.js';
@@ -18,19 +19,15 @@ import { expiredUrl, registrantUrl } from '../views/public-urls.js';
 import { startPayment } from './payment.js';
 import { conferenceOf, holdOf, isExpired, mayOpenOrder, waitForOrder } from './public-support.js';
 
-function registrantProblems(values: Fields): Record<string, string> {
-  const errors: Record<string, string> = {};
-  const blank = (name: string) => (values[name] ?? '').trim() === '';
-  if (blank('firstName')) errors.firstName = 'The FirstName field is required.';
-  if (blank('lastName')) errors.lastName = 'The LastName field is required.';
-  const email = (values.email ?? '').trim();
-  if (email === '') errors.email = 'The Email field is required.';
-  else if (!EMAIL_PATTERN.test(email)) errors.email = 'The provided email address is not valid.';
+/** The registrant of the form, and every problem with it: the schema's, the domain's, the e-mail confirmation. */
+function readRegistrant(values: Fields) {
+  const { values: registrant, problems } = readForm(apiInputs.PersonalInfo, values);
+  const errors: Record<string, string> = { ...personalInfoProblems(registrant), ...problems };
   const confirm = (values.confirmEmail ?? '').trim();
   if (confirm === '') errors.confirmEmail = PUBLIC_TEXT.confirmEmail;
-  else if (email !== '' && confirm.toLowerCase() !== email.toLowerCase())
+  else if (registrant.email !== '' && confirm.toLowerCase() !== registrant.email.toLowerCase())
     errors.confirmEmail = PUBLIC_TEXT.emailsDiffer;
-  return errors;
+  return { registrant, errors };
 }
 
 export function checkoutRoutes(app: FastifyInstance, site: Site): void {
@@ -104,16 +101,11 @@ export function checkoutRoutes(app: FastifyInstance, site: Site): void {
         messagePage(conference, 'Registration', 'The registrant form is not valid.'),
       );
     if (!mayOpenOrder(site, request, reply, conference, orderId)) return reply;
-    const errors = registrantProblems(values);
+    const { registrant, errors } = readRegistrant(values);
     if (Object.keys(errors).length > 0) {
       const order = await checkoutOrder(reply, conference, orderId, -1);
       return order === undefined ? reply : renderCheckout(reply, 400, conference, order, { values, errors });
     }
-    const registrant: PersonalInfo = {
-      firstName: (values.firstName ?? '').trim(),
-      lastName: (values.lastName ?? '').trim(),
-      email: (values.email ?? '').trim(),
-    };
     try {
       await commands.send('AssignRegistrantDetails', { orderId, ...registrant });
     } catch (error) {

@@ -4,6 +4,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { settledAssignments } from '../../../app/queries.js';
+import { addRateLimitFields } from '../../limits/rate-limit-fields.js';
+import { readForm } from '../../schemas/forms.js';
+import { apiInputs } from '../../schemas/inputs.js';
 import { fieldsOf, isId, type Site, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { confirmationPage, findOrderPage, orderDetailsPage } from '../views/order.js';
 import { expiredPage } from '../views/order-status.js';
@@ -45,10 +48,11 @@ export function orderRoutes(app: FastifyInstance, site: Site): void {
   app.post('/:slug/order/find', async (request, reply) => {
     const conference = await conferenceOf(system, request.params, reply);
     if (conference === undefined) return reply;
-    void reply.headers(await limits.charge('orderLookup', request.ip));
-    const values = fieldsOf(request.body);
-    const email = (values.email ?? '').trim();
-    const code = (values.accessCode ?? '').trim();
+    addRateLimitFields(reply, await limits.charge('orderLookup', request.ip));
+    const { values, problems } = readForm(apiInputs.FindOrderQuery, fieldsOf(request.body));
+    const { email, accessCode: code } = values;
+    const problem = Object.values(problems)[0];
+    if (problem !== undefined) return sendPage(reply, 400, findOrderPage(conference, values, problem));
     if (email === '' || code === '')
       return sendPage(
         reply,

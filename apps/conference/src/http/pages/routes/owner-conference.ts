@@ -3,9 +3,13 @@
  * rotate its access code. Signing in is in owner-sign-in.ts.
  */
 import type { FastifyInstance } from 'fastify';
+import { detailsProblems, newConferenceProblems } from '../../../domain/conference.js';
 import type { ConferenceDetails } from '../../../domain/contracts.js';
-import { ConflictError, ValidationError } from '../../../domain/errors.js';
-import { type Fields, fieldsOf, type Site, seeOther, sendPage } from '../support.js';
+import { ConflictError } from '../../../domain/errors.js';
+import { addRateLimitFields } from '../../limits/rate-limit-fields.js';
+import { readForm } from '../../schemas/forms.js';
+import { apiInputs } from '../../schemas/inputs.js';
+import { fieldsOf, type Site, seeOther, sendPage } from '../support.js';
 import {
   conferenceDetailsPage,
   createConferencePage,
@@ -15,17 +19,10 @@ import {
 import { manageUrl, OWNER_TEXT } from '../views/owner-page.js';
 import { ownedConferenceOf } from './owner-support.js';
 
-function detailsFrom(values: Fields): ConferenceDetails {
-  const text = (name: string) => (values[name] ?? '').trim();
-  return {
-    name: text('name'),
-    description: text('description'),
-    location: text('location'),
-    tagline: text('tagline'),
-    twitterSearch: text('twitterSearch'),
-    startDate: text('startDate'),
-    endDate: text('endDate'),
-  };
+/** Only the detail fields (a form carries others). */
+function detailsFrom(values: Readonly<Record<keyof ConferenceDetails, string>>): ConferenceDetails {
+  const { name, description, location, tagline, twitterSearch, startDate, endDate } = values;
+  return { name, description, location, tagline, twitterSearch, startDate, endDate };
 }
 
 export function ownerConferenceRoutes(app: FastifyInstance, site: Site): void {
@@ -37,19 +34,20 @@ export function ownerConferenceRoutes(app: FastifyInstance, site: Site): void {
   app.get('/manage/create', async (_request, reply) => sendPage(reply, 200, createConferencePage({}, {})));
 
   app.post('/manage/create', async (request, reply) => {
-    void reply.headers(await limits.charge('conferences', request.ip));
-    const values = fieldsOf(request.body);
+    addRateLimitFields(reply, await limits.charge('conferences', request.ip));
+    const { values, problems } = readForm(apiInputs.NewConference, fieldsOf(request.body));
+    const conference = {
+      slug: values.slug,
+      owner: { name: values.ownerName, email: values.ownerEmail },
+      details: detailsFrom(values),
+    };
+    const errors = { ...newConferenceProblems(conference), ...problems };
+    if (Object.keys(errors).length > 0) return sendPage(reply, 400, createConferencePage(values, errors));
     try {
-      const created = await management.create({
-        slug: (values.slug ?? '').trim(),
-        owner: { name: (values.ownerName ?? '').trim(), email: (values.ownerEmail ?? '').trim() },
-        details: detailsFrom(values),
-      });
+      const created = await management.create(conference);
       access.signIn(request, reply, { id: created.conferenceId, ...created });
       return seeOther(reply, manageUrl(created));
     } catch (error) {
-      if (error instanceof ValidationError)
-        return sendPage(reply, 400, createConferencePage(values, error.fields));
       if (error instanceof ConflictError)
         return sendPage(reply, 409, createConferencePage(values, { slug: OWNER_TEXT.slugTaken }));
       throw error;
@@ -71,14 +69,12 @@ export function ownerConferenceRoutes(app: FastifyInstance, site: Site): void {
   app.post('/manage/:slug/edit', async (request, reply) => {
     const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
-    const values = fieldsOf(request.body);
-    try {
-      await management.update(conference.conferenceId, detailsFrom(values));
-    } catch (error) {
-      if (error instanceof ValidationError)
-        return sendPage(reply, 400, editConferencePage(conference, values, error.fields));
-      throw error;
-    }
+    const { values, problems } = readForm(apiInputs.ConferenceChanges, fieldsOf(request.body));
+    const details = detailsFrom(values);
+    const errors = { ...detailsProblems(details), ...problems };
+    if (Object.keys(errors).length > 0)
+      return sendPage(reply, 400, editConferencePage(conference, values, errors));
+    await management.update(conference.conferenceId, details);
     return seeOther(reply, manageUrl(conference));
   });
 

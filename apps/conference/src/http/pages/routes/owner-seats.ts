@@ -1,19 +1,27 @@
 /** The owner's seat type routes (list, add, edit, delete while never published) and the orders list. */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Conference, ConferenceSeatType } from '../../../domain/conference.js';
-import { InvalidOperationError, NotFoundError, ValidationError } from '../../../domain/errors.js';
+import {
+  type Conference,
+  type ConferenceSeatType,
+  type SeatTypeFields,
+  seatProblems,
+} from '../../../domain/conference.js';
+import { InvalidOperationError, NotFoundError } from '../../../domain/errors.js';
 import { toCents } from '../../../domain/pricing.js';
+import { readForm } from '../../schemas/forms.js';
+import { apiInputs } from '../../schemas/inputs.js';
 import { money } from '../layout.js';
-import { type Fields, fieldsOf, isId, type Site, seeOther, sendPage } from '../support.js';
+import { fieldsOf, isId, type Site, seeOther, sendPage } from '../support.js';
 import { ordersPage } from '../views/owner-orders.js';
 import { manageUrl, ownerMessagePage } from '../views/owner-page.js';
 import { editSeatPage, seatTypesPage } from '../views/owner-seats.js';
 import { ownedConferenceOf } from './owner-support.js';
 
+type SeatForm = Readonly<Record<'name' | 'description' | 'quantity' | 'price', string>>;
+
 /** A seat type's fields from a form: quota and price as the owner wrote them, checked by the domain. */
-function seatFieldsFrom(values: Fields) {
-  const quantityText = (values.quantity ?? '').trim();
-  const priceText = (values.price ?? '').trim();
+function seatFieldsFrom(values: SeatForm): SeatTypeFields {
+  const { quantity: quantityText, price: priceText } = values;
   let priceCents = Number.NaN;
   if (/^\d+(\.\d{1,2})?$/.test(priceText)) {
     try {
@@ -23,11 +31,21 @@ function seatFieldsFrom(values: Fields) {
     }
   }
   return {
-    name: (values.name ?? '').trim(),
-    description: (values.description ?? '').trim(),
+    name: values.name,
+    description: values.description,
     quantity: /^\d{1,9}$/.test(quantityText) ? Number(quantityText) : Number.NaN,
     priceCents,
   };
+}
+
+/** The seat type a form describes, and every problem with it (the schema's and the domain's). */
+function readSeatForm(
+  schema: typeof apiInputs.NewSeatType | typeof apiInputs.SeatTypeChanges,
+  body: unknown,
+) {
+  const { values, problems } = readForm(schema, fieldsOf(body));
+  const seat = seatFieldsFrom(values);
+  return { values, seat, errors: { ...seatProblems(seat), ...problems } };
 }
 
 function seatOf(conference: Conference, params: unknown): ConferenceSeatType | undefined {
@@ -51,14 +69,10 @@ export function ownerSeatRoutes(app: FastifyInstance, site: Site): void {
   app.post('/manage/:slug/seats', async (request, reply) => {
     const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
-    const values = fieldsOf(request.body);
-    try {
-      await management.createSeat(conference.conferenceId, seatFieldsFrom(values));
-    } catch (error) {
-      if (error instanceof ValidationError)
-        return sendPage(reply, 400, seatTypesPage(conference, { values, errors: error.fields }));
-      throw error;
-    }
+    const { values, seat, errors } = readSeatForm(apiInputs.NewSeatType, request.body);
+    if (Object.keys(errors).length > 0)
+      return sendPage(reply, 400, seatTypesPage(conference, { values, errors }));
+    await management.createSeat(conference.conferenceId, seat);
     return seeOther(reply, seatsUrl(conference));
   });
 
@@ -81,14 +95,10 @@ export function ownerSeatRoutes(app: FastifyInstance, site: Site): void {
     if (conference === undefined) return reply;
     const seat = seatOf(conference, request.params);
     if (seat === undefined) return seatNotFound(reply);
-    const values = fieldsOf(request.body);
-    try {
-      await management.updateSeat(conference.conferenceId, seat.seatTypeId, seatFieldsFrom(values));
-    } catch (error) {
-      if (error instanceof ValidationError)
-        return sendPage(reply, 400, editSeatPage(conference, seat, values, error.fields));
-      throw error;
-    }
+    const { values, seat: changed, errors } = readSeatForm(apiInputs.SeatTypeChanges, request.body);
+    if (Object.keys(errors).length > 0)
+      return sendPage(reply, 400, editSeatPage(conference, seat, values, errors));
+    await management.updateSeat(conference.conferenceId, seat.seatTypeId, changed);
     return seeOther(reply, seatsUrl(conference));
   });
 

@@ -6,11 +6,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Conference } from '../../../domain/conference.js';
+import { addRateLimitFields } from '../../limits/rate-limit-fields.js';
+import { readForm } from '../../schemas/forms.js';
+import { apiInputs, siteInputs } from '../../schemas/inputs.js';
+import { isSlugParam } from '../../schemas/text.js';
 import { fieldsOf, type Site, seeOther, sendPage } from '../support.js';
 import { locatePage, signInPage } from '../views/owner-conference.js';
-import { manageUrl, OWNER_TEXT, signInUrl } from '../views/owner-page.js';
-
-const SLUG = /^\w{1,100}$/;
+import { manageUrl, OWNER_TEXT, ownerMessagePage, signInUrl } from '../views/owner-page.js';
 
 /** Whether `given` is the access code, compared in constant time. */
 function isCode(given: string, accessCode: string): boolean {
@@ -32,10 +34,11 @@ export function ownerSignInRoutes(app: FastifyInstance, site: Site): void {
   app.get('/manage/locate', async (_request, reply) => sendPage(reply, 200, locatePage('')));
 
   app.post('/manage/locate', async (request, reply) => {
-    void reply.headers(await limits.charge('signIn', request.ip));
-    const values = fieldsOf(request.body);
-    const email = (values.email ?? '').trim();
-    const accessCode = (values.accessCode ?? '').trim();
+    addRateLimitFields(reply, await limits.charge('signIn', request.ip));
+    const { values, problems } = readForm(apiInputs.OwnerLogin, fieldsOf(request.body));
+    const { email, accessCode } = values;
+    const problem = Object.values(problems)[0];
+    if (problem !== undefined) return sendPage(reply, 400, locatePage(email, problem));
     const conferenceId =
       email === '' || accessCode === ''
         ? undefined
@@ -48,15 +51,16 @@ export function ownerSignInRoutes(app: FastifyInstance, site: Site): void {
 
   app.get('/manage/sign-in', async (request, reply) => {
     const { slug } = fieldsOf(request.query);
-    return sendPage(reply, 200, signInPage(slug !== undefined && SLUG.test(slug) ? slug : ''));
+    return sendPage(reply, 200, signInPage(isSlugParam(slug) ? slug : ''));
   });
 
   app.post('/manage/sign-in', async (request, reply) => {
-    void reply.headers(await limits.charge('signIn', request.ip));
-    const values = fieldsOf(request.body);
-    const slug = (values.slug ?? '').trim();
-    const accessCode = (values.accessCode ?? '').trim();
-    if (!SLUG.test(slug) || accessCode === '')
+    addRateLimitFields(reply, await limits.charge('signIn', request.ip));
+    const { values, problems } = readForm(siteInputs.OwnerSignIn, fieldsOf(request.body));
+    const { slug, accessCode } = values;
+    const problem = Object.values(problems)[0];
+    if (problem !== undefined) return sendPage(reply, 400, signInPage(slug, problem));
+    if (slug === '' || accessCode === '')
       return sendPage(reply, 400, signInPage(slug, 'Enter the conference code (slug) and its access code.'));
     const conference = await limits.checkCode(`conference ${slug}`, request.ip, async () => {
       const view = await queries.conferenceBySlug(slug);
@@ -70,12 +74,13 @@ export function ownerSignInRoutes(app: FastifyInstance, site: Site): void {
 
   app.post('/manage/:slug/sign-out', async (request, reply) => {
     const { slug } = fieldsOf(request.params);
-    if (slug !== undefined && SLUG.test(slug)) access.signOut(request, reply, slug);
+    if (isSlugParam(slug)) access.signOut(request, reply, slug);
     return seeOther(reply, '/manage');
   });
 
   // The old links (`/manage/{slug}/{accessCode}/...`) carried the code in the URL: they only lead to the sign-in
-  // form now, and their requests are not logged (the log would keep the code).
+  // form now (a slug no conference can have is not found), and their requests are not logged (the log would keep
+  // the code).
   for (const url of ['/manage/:slug/:accessCode', '/manage/:slug/:accessCode/*']) {
     app.route({
       method: ['GET', 'POST'],
@@ -83,7 +88,9 @@ export function ownerSignInRoutes(app: FastifyInstance, site: Site): void {
       logLevel: 'silent',
       handler: async (request, reply) => {
         const { slug } = fieldsOf(request.params);
-        return seeOther(reply, signInUrl(slug !== undefined && SLUG.test(slug) ? slug : undefined));
+        if (!isSlugParam(slug))
+          return sendPage(reply, 404, ownerMessagePage('Not found', OWNER_TEXT.notFound));
+        return seeOther(reply, signInUrl(slug));
       },
     });
   }

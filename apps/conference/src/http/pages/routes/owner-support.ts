@@ -1,6 +1,7 @@
 /** What the owner's routes share: the conference of the URL, for its owner's session only. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Conference } from '../../../domain/conference.js';
+import { isSlugParam } from '../../schemas/text.js';
 import { fieldsOf, type Site, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { OWNER_TEXT, ownerMessagePage, signInUrl } from '../views/owner-page.js';
 
@@ -15,10 +16,9 @@ export async function ownedConferenceOf(
   reply: FastifyReply,
 ): Promise<Conference | undefined> {
   const { slug } = fieldsOf(request.params);
-  const view =
-    slug === undefined || !/^\w+$/.test(slug)
-      ? undefined
-      : await system.waitFor(() => system.queries.conferenceBySlug(slug), VIEW_WAIT_MS);
+  const view = isSlugParam(slug)
+    ? await system.waitFor(() => system.queries.conferenceBySlug(slug), VIEW_WAIT_MS)
+    : undefined;
   if (view === undefined) {
     sendPage(reply, 404, ownerMessagePage('Not found', OWNER_TEXT.notFound));
     return undefined;

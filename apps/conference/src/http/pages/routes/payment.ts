@@ -2,11 +2,13 @@
  * Payment: start it (V3: wait for the reservation; a partial one goes back to registration, a free order is
  * confirmed at once, else a third-party payment starts), the simulated processor, and its accept/reject callbacks.
  */
-import { uuidv7 } from '@stratus/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { startOrderPayment } from '../../../app/payments.js';
 import type { ConferenceSystem } from '../../../app/system.js';
 import { InvalidOperationError } from '../../../domain/errors.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
+import { readForm } from '../../schemas/forms.js';
+import { siteInputs } from '../../schemas/inputs.js';
 import { money } from '../layout.js';
 import type { SiteAccess } from '../site-access.js';
 import { fieldsOf, isId, isLocalPath, seeOther, sendPage, VIEW_WAIT_MS, wholeNumber } from '../support.js';
@@ -54,14 +56,19 @@ export async function startPayment(
       400,
       messagePage(conference, 'Payment', 'The chosen payment method is not supported.'),
     );
-  const paymentId = uuidv7(system.clock.now());
-  await system.commands.send('InitiateThirdPartyProcessorPayment', {
-    paymentId,
-    paymentSourceId: orderId,
-    conferenceId: conference.id,
-    description: `Registration for ${conference.name}`,
-    totalCents: order.totalCents,
-  });
+  let paymentId: string;
+  try {
+    paymentId = await startOrderPayment(system.commands, system.clock, {
+      orderId,
+      conferenceId: conference.id,
+      description: `Registration for ${conference.name}`,
+      totalCents: order.totalCents,
+      expiresAt: (order.reservationExpiresAt ?? system.clock.now()) + system.config.reservationGraceMs,
+    });
+  } catch (error) {
+    if (!(error instanceof InvalidOperationError)) throw error;
+    return sendPage(reply, 409, messagePage(conference, 'Payment', error.message));
+  }
   return seeOther(reply, withQuery(`/${conference.slug}/third-party-payment`, { paymentId }));
 }
 
@@ -150,21 +157,28 @@ export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem, ac
     });
   }
 
+  /** What the processor is handed (the query, then the posted form), if it is valid. */
+  function paymentRequest(source: unknown) {
+    const { values, problems } = readForm(siteInputs.PaymentRequest, fieldsOf(source));
+    const valid =
+      Object.keys(problems).length === 0 &&
+      isLocalPath(values.returnUrl) &&
+      isLocalPath(values.cancelReturnUrl);
+    return valid ? values : undefined;
+  }
+
   // The simulated third-party payment processor (the Journey's Payments area).
   app.get('/payment', async (request, reply) => {
-    const query = fieldsOf(request.query);
-    const { returnUrl, cancelReturnUrl } = query;
-    if (!isLocalPath(returnUrl) || !isLocalPath(cancelReturnUrl))
-      return message(reply, 400, undefined, 'The payment request is not valid.');
-    const itemName = query.itemName ?? '';
-    const itemAmount = query.itemAmount ?? '';
-    return sendPage(reply, 200, paymentProcessorPage({ itemName, itemAmount, returnUrl, cancelReturnUrl }));
+    const payment = paymentRequest(request.query);
+    if (payment === undefined) return message(reply, 400, undefined, 'The payment request is not valid.');
+    return sendPage(reply, 200, paymentProcessorPage(payment));
   });
 
   app.post('/payment', async (request, reply) => {
-    const { returnUrl, cancelReturnUrl, outcome } = fieldsOf(request.body);
-    if (!isLocalPath(returnUrl) || !isLocalPath(cancelReturnUrl))
-      return message(reply, 400, undefined, 'The payment request is not valid.');
+    const payment = paymentRequest(request.body);
+    if (payment === undefined) return message(reply, 400, undefined, 'The payment request is not valid.');
+    const { returnUrl, cancelReturnUrl } = payment;
+    const { outcome } = fieldsOf(request.body);
     return seeOther(reply, outcome === 'accepted' ? returnUrl : cancelReturnUrl);
   });
 }

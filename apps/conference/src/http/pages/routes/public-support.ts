@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConferenceSystem } from '../../../app/system.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
 import type { OrderView } from '../../../read-models/order-view.js';
+import { isSlugParam } from '../../schemas/text.js';
 import { fieldsOf, type Site, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { type Hold, messagePage } from '../views/public-page.js';
 import { PUBLIC_TEXT } from '../views/public-text.js';
@@ -17,7 +18,7 @@ export async function conferenceOf(
   reply: FastifyReply,
 ): Promise<ConferenceView | undefined> {
   const { slug } = fieldsOf(params);
-  const conference = slug === undefined ? undefined : await system.queries.conferenceBySlug(slug);
+  const conference = isSlugParam(slug) ? await system.queries.conferenceBySlug(slug) : undefined;
   if (conference === undefined) {
     sendPage(reply, 404, messagePage(undefined, 'Not found', PUBLIC_TEXT.invalidConference));
     return undefined;

@@ -9,6 +9,9 @@ import { MAX_SEATS_PER_TYPE } from '../../../domain/contracts.js';
 import { InvalidOperationError, ValidationError } from '../../../domain/errors.js';
 import type { ConferenceView, SeatTypeView } from '../../../read-models/conference-view.js';
 import type { OrderView } from '../../../read-models/order-view.js';
+import { addRateLimitFields } from '../../limits/rate-limit-fields.js';
+import { readForm } from '../../schemas/forms.js';
+import { siteInputs } from '../../schemas/inputs.js';
 import { fieldsOf, isId, type Site, seeOther, sendPage, wholeNumber } from '../support.js';
 import { completedOrderPage, orderUnknownPage } from '../views/order-status.js';
 import { messagePage } from '../views/public-page.js';
@@ -79,12 +82,13 @@ export function registrationRoutes(app: FastifyInstance, site: Site): void {
     if (conference === undefined) return reply;
     if (!conference.isPublished) return message(reply, 404, conference, PUBLIC_TEXT.notOpen);
     const body = fieldsOf(request.body);
-    const orderId = body.orderId;
+    const { values, problems } = readForm(siteInputs.OrderForm, body);
+    const { orderId } = values;
     const orderVersion = wholeNumber(body.orderVersion ?? '0', 0, Number.MAX_SAFE_INTEGER);
-    if (!isId(orderId) || orderVersion === undefined)
+    if (Object.keys(problems).length > 0 || !isId(orderId) || orderVersion === undefined)
       return message(reply, 400, conference, 'The registration form is not valid.');
     // The token of a new order comes with the form, an existing order's with the browser.
-    const orderToken = [access.orderTokenOf(request, orderId), body.orderToken].find((token) =>
+    const orderToken = [access.orderTokenOf(request, orderId), values.orderToken].find((token) =>
       access.isOrderToken(orderId, token),
     );
     if (orderToken === undefined) return message(reply, 404, conference, PUBLIC_TEXT.noSuchOrder);
@@ -124,7 +128,7 @@ export function registrationRoutes(app: FastifyInstance, site: Site): void {
     }
     const seats = lines.reduce((sum, line) => sum + line.selected, 0);
     if (draft === undefined) {
-      void reply.headers(await limits.charge('orders', request.ip));
+      addRateLimitFields(reply, await limits.charge('orders', request.ip));
       await limits.hold(conference.id, request.ip, 1, seats);
     } else {
       const held = draft.lines.reduce((sum, line) => sum + line.requested, 0);

@@ -3,9 +3,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { settledAssignments } from '../../../app/queries.js';
 import type { PersonalInfo } from '../../../domain/contracts.js';
 import { NotFoundError, ValidationError } from '../../../domain/errors.js';
-import { EMAIL_PATTERN } from '../../../domain/personal-info.js';
+import { personalInfoProblems } from '../../../domain/personal-info.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
 import type { AssignmentsView, OrderView } from '../../../read-models/order-view.js';
+import { readForm } from '../../schemas/forms.js';
+import { apiInputs } from '../../schemas/inputs.js';
 import { type Fields, fieldsOf, isId, type Site, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { assignSeatsPage } from '../views/seat-assignment.js';
 import { conferenceOf, mayOpenOrder, orderOf } from './public-support.js';
@@ -26,17 +28,14 @@ function seatChanges(assignments: AssignmentsView, values: Fields) {
       if (before !== null) changes.push({ position: n, attendee: null });
       continue;
     }
-    const attendee = {
-      firstName: (posted('firstName') ?? '').trim(),
-      lastName: (posted('lastName') ?? '').trim(),
+    const { values: attendee, problems } = readForm(apiInputs.PersonalInfo, {
+      firstName: posted('firstName'),
+      lastName: posted('lastName'),
       email,
-    };
-    const problems: string[] = [];
-    if (attendee.firstName === '') problems.push('The first name is required.');
-    if (attendee.lastName === '') problems.push('The last name is required.');
-    if (!EMAIL_PATTERN.test(email)) problems.push('The provided email address is not valid.');
-    if (problems.length > 0) {
-      errors[String(n)] = problems.join(' ');
+    });
+    const messages = Object.values({ ...personalInfoProblems(attendee), ...problems });
+    if (messages.length > 0) {
+      errors[String(n)] = messages.join(' ');
       continue;
     }
     const same =

@@ -1,0 +1,105 @@
+/**
+ * `npm start` as a real process: a setting that cannot work, or a port that is taken, stops it with one line naming
+ * the setting (exit code 1, no stack trace); workers on one host each take a port of their own.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { type ChildHandle, postgresForSuite, runChild } from '@stratus/testkit';
+
+const MAIN = new URL('./main.ts', import.meta.url);
+const directory = mkdtempSync(join(tmpdir(), 'conference-main-'));
+const postgres = await postgresForSuite('conference-main');
+after(async () => {
+  await postgres.release();
+  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
+});
+
+/** The app's settings, none inherited from the test run (which sets DATABASE_URL and REDIS_URL for its suites). */
+const UNSET = Object.fromEntries(
+  ['DATABASE_URL', 'REDIS_URL', 'ROLE', 'PORT', 'WORKER_PORT', 'OWNER_TOKEN_SECRET', 'METRICS_TOKEN'].map(
+    (name) => [name, undefined],
+  ),
+);
+
+let runs = 0;
+function start(env: Record<string, string>): ChildHandle {
+  return runChild(MAIN, {
+    env: { ...UNSET, HOST: '127.0.0.1', STRATUS_DATA_DIR: join(directory, `run${++runs}`), ...env },
+    lifetimeMs: 60_000,
+  });
+}
+
+/** It ended with exit code 1 and one line on stderr naming `setting`. */
+async function refused(child: ChildHandle, setting: string): Promise<string> {
+  const exit = await child.exited;
+  assert.equal(exit.code, 1, child.stderr);
+  const lines = child.stderr.trim().split('\n');
+  assert.equal(lines.length, 1, `one line, no stack trace:\n${child.stderr}`);
+  assert.match(lines[0] ?? '', new RegExp(`^conference: cannot start: .*${setting}`));
+  return lines[0] ?? '';
+}
+
+async function occupiedPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return { port: address.port, server };
+}
+
+async function readiness(port: number): Promise<{ status: number; body: unknown }> {
+  const answer = await fetch(`http://127.0.0.1:${port}/health/ready`, { signal: AbortSignal.timeout(5_000) });
+  return { status: answer.status, body: await answer.json() };
+}
+
+describe('npm start', () => {
+  test('a setting that cannot work: one line naming it', async () => {
+    await refused(start({ OWNER_TOKEN_SECRET: 'short' }), 'OWNER_TOKEN_SECRET');
+    await refused(
+      start({ ROLE: 'web', DATABASE_URL: 'postgres://db.invalid/conference' }),
+      'OWNER_TOKEN_SECRET',
+    );
+  });
+
+  test('a port in use: one line naming PORT', async () => {
+    const { port, server } = await occupiedPort();
+    try {
+      const line = await refused(start({ PORT: String(port), BACKGROUND_THREAD: 'false' }), 'PORT');
+      assert.match(line, new RegExp(`PORT=${port}: the port is in use`));
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('worker processes on one host', { skip: postgres.skip }, () => {
+  test('each serves health on a port of its own; a taken WORKER_PORT is one line naming it', async () => {
+    const env = { ROLE: 'worker', DATABASE_URL: postgres.url as string, DATABASE_SCHEMA: 'main_workers' };
+    const workers: ChildHandle[] = [];
+    try {
+      const ports: number[] = [];
+      for (let i = 0; i < 2; i++) {
+        const worker = start(env);
+        workers.push(worker);
+        const ready = await worker.nextMessage<{ port: number }>(
+          (message) => String((message as { msg?: unknown }).msg).startsWith('worker ready'),
+          30_000,
+        );
+        ports.push(ready.port);
+      }
+      assert.notEqual(ports[0], ports[1]);
+      for (const port of ports)
+        assert.deepEqual(await readiness(port), {
+          status: 200,
+          body: { status: 'ok', workers: 2, parkedEvents: 0, failingHandlers: [] },
+        });
+      await refused(start({ ...env, WORKER_PORT: String(ports[0]) }), 'WORKER_PORT');
+    } finally {
+      for (const worker of workers) await worker.stop(10_000);
+    }
+  });
+});
