@@ -17,8 +17,9 @@ import { ownerSeatTypeHandlers } from './api/owner-seat-types.js';
 import { paymentHandlers } from './api/payments.js';
 import { registrationHandlers } from './api/registration.js';
 import { seatAssignmentHandlers } from './api/seat-assignments.js';
-import type { Handlers } from './api/support.js';
+import type { Handlers, RoutedOperationId } from './api/support.js';
 import { type ApiOperation, type OperationId, openApiDocument, operations, schemas } from './openapi.js';
+import { paymentWebhookRoute, simulatedProcessor } from './payment-callbacks.js';
 import { apiSchemaCompiler } from './schemas/compiler.js';
 
 export interface ApiOptions extends OwnerTokenOptions {
@@ -43,7 +44,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
     ...ownerConferenceHandlers(system),
     ...ownerSeatTypeHandlers(system),
     ...registrationHandlers(system),
-    ...paymentHandlers(system),
+    ...paymentHandlers(system, simulatedProcessor(system, app)),
     ...seatAssignmentHandlers(system),
     async openApi() {
       return document;
@@ -52,6 +53,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
 
   for (const id of Object.keys(operations) as OperationId[]) {
     const operation: ApiOperation = operations[id];
+    if (operation.raw === true) continue;
+    const handler = handlers[id as RoutedOperationId];
     app.route({
       method: operation.method,
       url: operation.path.replace(/\{(\w+)\}/g, ':$1'),
@@ -60,7 +63,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
         ...(operation.query === undefined ? {} : { querystring: schemas[operation.query] }),
       },
       ...(operation.owner === true ? { onRequest: auth.ownerOnly } : {}),
-      handler: handlers[id],
+      handler,
     });
   }
+  // In a scope of its own: it reads JSON as text, to check the signature over it.
+  await app.register(async (scope) => paymentWebhookRoute(scope, system));
 }

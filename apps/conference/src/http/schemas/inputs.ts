@@ -92,10 +92,8 @@ export const apiInputs = {
 /** What only the sites take: the cursor of the conference list, and what the simulated payment processor is handed. */
 export const siteInputs = {
   ConferenceListQuery: object({ after: uuid, before: uuid }, []),
-  PaymentRequest: object({
-    itemName: line(TEXT_LIMITS.itemName),
-    itemAmount: line(TEXT_LIMITS.itemAmount),
-    returnUrl: line(TEXT_LIMITS.returnUrl),
-    cancelReturnUrl: line(TEXT_LIMITS.returnUrl),
-  }),
+  /** The simulated processor's page: which payment. */
+  ProcessorPayment: object({ paymentId: uuid }),
+  /** The registrant's choice on it. */
+  ProcessorDecision: object({ paymentId: uuid, outcome: { type: 'string', enum: ['accepted', 'rejected'] } }),
 } as const;

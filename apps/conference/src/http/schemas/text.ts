@@ -28,10 +28,6 @@ export const TEXT_LIMITS = {
   /** Owner and order access codes (6 characters today). */
   accessCode: 32,
   seatTypeId: 64,
-  /** What the simulated payment processor is handed: an item's name and amount, and where to return. */
-  itemName: 200,
-  itemAmount: 20,
-  returnUrl: 500,
 } as const;
 
 // Character classes written with escapes, so that the OpenAPI document shows them as such.
