@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
 import { configFromEnv } from '../app/config.js';
+import { orderIn, publishedConference } from '../app/fixtures/system-scenarios.js';
 import { startOrderPayment } from '../app/payments.js';
 import type { ConferenceSystem } from '../app/system.js';
 import { SIGNATURE_HEADER, signWebhook } from '../payments/webhook.js';
@@ -13,45 +14,17 @@ import { startTestServer, type TestServer } from './fixtures/test-server.js';
 const directory = mkdtempSync(join(tmpdir(), 'conference-payments-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
 const SECRET = 'the payments webhook secret, 32 bytes or more';
-let servers = 0;
 
 /** A reserved order of 2 seats at 199.00 and a payment started for its total. */
 async function paymentStarted(system: ConferenceSystem) {
-  const { conferenceId } = await system.management.create({
-    slug: `pay${++servers}${Math.floor(Math.random() * 1e6)}`,
-    owner: { name: 'Ann', email: 'ann@example.com' },
-    details: {
-      name: 'Pay Summit',
-      description: 'Payments',
-      location: 'Lyon',
-      tagline: 'Paid',
-      twitterSearch: '#pay',
-      startDate: '2027-03-01',
-      endDate: '2027-03-02',
-    },
-  });
-  const seatTypeId = await system.management.createSeat(conferenceId, {
-    name: 'General',
-    description: 'Day pass',
-    priceCents: 19_900,
-    quantity: 10,
-  });
-  await system.management.publish(conferenceId);
-  await system.waitFor(
-    async () =>
-      (await system.queries.conference(conferenceId))?.seatTypes[0]?.available === 10 ? true : undefined,
-    10_000,
-  );
+  const { conferenceId, general } = await publishedConference(system, { general: 10, workshop: 1 });
   const orderId = uuidv7();
   await system.commands.send('RegisterToConference', {
     orderId,
     conferenceId,
-    seats: [{ seatTypeId, quantity: 2 }],
+    seats: [{ seatTypeId: general, quantity: 2 }],
   });
-  const order = await system.waitFor(async () => {
-    const view = await system.queries.order(orderId);
-    return view?.status === 'reserved' ? view : undefined;
-  }, 10_000);
+  const order = await orderIn(system, orderId, 'reserved');
   assert.ok(order);
   const paymentId = await startOrderPayment(system.commands, system.clock, {
     orderId,
