@@ -27,6 +27,11 @@ const interactive = process.stdout.isTTY === true;
 const log = interactive
   ? pino(logOptions(config.logLevel), terminalDestination(process.stdout))
   : pino(logOptions(config.logLevel));
+if (config.payments === 'simulated')
+  log.warn(
+    { payments: config.payments },
+    'the simulated payment processor is on: registrants accept their own payments (set PAYMENTS=off for real use)',
+  );
 const system = await startSystem(config, { log });
 const server = await buildServer(system, { loggerInstance: log, config });
 // Workers serve only health and metrics, on a port of their own (any free one by default), so several share a host.

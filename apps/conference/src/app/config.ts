@@ -8,11 +8,12 @@ import {
   trustProxyFromEnv,
 } from './abuse-settings.js';
 import { flag, positiveSeconds, wholeNumber } from './env-values.js';
+import { type PaymentsConfig, paymentsConfigFromEnv } from './payments-config.js';
 
 /** What a process does: everything (the embedded default), only the web sites and API, or only the background work. */
 export type Role = 'all' | 'web' | 'worker';
 
-export interface ConferenceConfig {
+export interface ConferenceConfig extends PaymentsConfig {
   readonly role: Role;
   /** The web's port (PORT, default 3000). */
   readonly port: number;
@@ -139,6 +140,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
       `expected 2 to 200, got ${JSON.stringify(env.DATABASE_POOL_SIZE)}`,
     );
   return {
+    ...paymentsConfigFromEnv(env, databaseUrl !== undefined),
     role,
     port: port(env, 'PORT', 3000),
     workerPort: port(env, 'WORKER_PORT', 0),

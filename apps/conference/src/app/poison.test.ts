@@ -7,6 +7,8 @@ import { uuidv7 } from '@stratus/core';
 import { EventStore, SqliteEventStoreBackend } from '@stratus/eventsourcing';
 import { buildServer } from '../http/server.js';
 import { configFromEnv } from './config.js';
+import { orderIn, publishedConference } from './fixtures/system-scenarios.js';
+import { startOrderPayment } from './payments.js';
 import { startConferenceSystem } from './system.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-poison-'));
@@ -32,50 +34,25 @@ test('a poison event is parked and reported; every other order goes on (finding 
         data: { paymentId, paymentSourceId: uuidv7(), amountCents: 100, currency: 'USD' },
       },
     ]);
-    const { conferenceId } = await system.management.create({
-      slug: 'poisonconf',
-      owner: { name: 'Ann', email: 'ann@example.com' },
-      details: {
-        name: 'Poison Conf',
-        description: 'One bad event',
-        location: 'Lyon',
-        tagline: 'Goes on',
-        twitterSearch: '#poison',
-        startDate: '2027-03-01',
-        endDate: '2027-03-02',
-      },
-    });
-    const seat = await system.management.createSeat(conferenceId, {
-      name: 'General',
-      description: 'Day pass',
-      priceCents: 0,
-      quantity: 10,
-    });
-    await system.management.publish(conferenceId);
-    await system.waitFor(
-      async () =>
-        (await system.queries.conference(conferenceId))?.seatTypes[0]?.available === 10 ? true : undefined,
-      10_000,
-    );
-    // An order placed after the poison event is reserved and confirmed: nothing waits behind it.
+    // An order placed after the poison event is reserved, paid and confirmed: nothing waits behind it.
+    const { conferenceId, general } = await publishedConference(system, { general: 10, workshop: 1 });
     const orderId = uuidv7();
     await system.commands.send('RegisterToConference', {
       orderId,
       conferenceId,
-      seats: [{ seatTypeId: seat, quantity: 2 }],
+      seats: [{ seatTypeId: general, quantity: 2 }],
     });
-    const reserved = await system.waitFor(async () => {
-      const order = await system.queries.order(orderId);
-      return order?.status === 'reserved' ? order : undefined;
-    }, 10_000);
+    const reserved = await orderIn(system, orderId, 'reserved');
     assert.ok(reserved, 'the order after the poison event is reserved');
-    await system.commands.send('ConfirmOrder', { orderId });
-    assert.ok(
-      await system.waitFor(
-        async () => ((await system.queries.order(orderId))?.status === 'confirmed' ? true : undefined),
-        10_000,
-      ),
-    );
+    const payment = await startOrderPayment(system.commands, system.clock, {
+      orderId,
+      conferenceId,
+      description: 'Registration',
+      totalCents: reserved.totalCents,
+      expiresAt: Number.MAX_SAFE_INTEGER,
+    });
+    await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId: payment });
+    assert.ok(await orderIn(system, orderId, 'confirmed'), 'and confirmed');
 
     const parked = await system.parkedEvents();
     const [[name, count] = []] = Object.entries(parked);

@@ -19,13 +19,14 @@ import { ownerSeatTypeHandlers } from './api/owner-seat-types.js';
 import { paymentHandlers } from './api/payments.js';
 import { registrationHandlers } from './api/registration.js';
 import { seatAssignmentHandlers } from './api/seat-assignments.js';
-import { bearerToken, type Handlers, param } from './api/support.js';
+import { bearerToken, type Handlers, param, type RoutedOperationId } from './api/support.js';
 import { type AbuseLimits, abuseLimitsFor } from './limits/abuse-limits.js';
 import { addRateLimitFields } from './limits/rate-limit-fields.js';
 import { TooManyRequestsError } from './limits/too-many-requests.js';
 import { type ApiOperation, type OperationId, openApiDocument, operations, schemas } from './openapi.js';
 import { isOrderToken } from './order-token.js';
 import { secretOption } from './owner-token.js';
+import { paymentWebhookRoute, simulatedProcessor } from './payment-callbacks.js';
 import { apiSchemaCompiler } from './schemas/compiler.js';
 
 export interface ApiOptions extends OwnerTokenOptions {
@@ -61,7 +62,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
     ...ownerConferenceHandlers(system, auth.ownerToken),
     ...ownerSeatTypeHandlers(system),
     ...registrationHandlers(system, limits, secret),
-    ...paymentHandlers(system),
+    ...paymentHandlers(system, simulatedProcessor(system, app)),
     ...seatAssignmentHandlers(system),
     async openApi() {
       return document;
@@ -70,6 +71,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
 
   for (const id of Object.keys(operations) as OperationId[]) {
     const operation: ApiOperation = operations[id];
+    if (operation.raw === true) continue;
+    const handler = handlers[id as RoutedOperationId];
     const { limit } = operation;
     const checks = [
       ...(limit === undefined
@@ -89,7 +92,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
         ...(operation.query === undefined ? {} : { querystring: schemas[operation.query] }),
       },
       ...(checks.length === 0 ? {} : { onRequest: checks }),
-      handler: handlers[id],
+      handler,
     });
   }
+  // In a scope of its own: it reads JSON as text, to check the signature over it.
+  await app.register(async (scope) => paymentWebhookRoute(scope, system));
 }

@@ -37,6 +37,7 @@ const backends = [
       DATABASE_SCHEMA: 'conference_inputs',
       OWNER_TOKEN_SECRET: 'a secret every web process shares, 32+ bytes',
       RATE_LIMITS: 'off',
+      PAYMENTS: 'simulated',
     }),
   },
 ];
@@ -335,7 +336,7 @@ for (const backend of backends) {
         assertRefused(found, 'email', `find order with ${text}`);
         const processor = await app.inject({
           method: 'GET',
-          url: `/payment?itemName=Seats${text}&itemAmount=10.00&returnUrl=/a&cancelReturnUrl=/b`,
+          url: `/payment?paymentId=${orderId}${text}`,
         });
         assert.equal(processor.statusCode, 400, `payment processor with ${text}`);
       }

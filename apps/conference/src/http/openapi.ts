@@ -122,6 +122,12 @@ export const schemas = {
     registrant: nullable(personalInfo),
   }),
   PaymentInitiated: object({ paymentId: uuid }),
+  PaymentOutcome: object({
+    paymentId: uuid,
+    status: { type: 'string', enum: ['completed', 'rejected'] },
+    amountCents: { type: 'integer', minimum: 1 },
+    currency: { type: 'string', pattern: '^[A-Z]{3}$' },
+  }),
   OrderConfirmed: object({ status: { type: 'string', const: 'confirmed' } }),
   SeatAssignments: object({ seats: arrayOf(seatAssignment) }),
   ConferenceOrders: object({
@@ -163,6 +169,8 @@ export interface ApiOperation {
   readonly body?: SchemaName;
   readonly query?: SchemaName;
   readonly responses: Readonly<Record<number, ApiResponse>>;
+  /** Its body is read as text (to check a signature over it): routed apart, by payment-callbacks.ts. */
+  readonly raw?: boolean;
 }
 
 const noContent: ApiResponse = { description: 'Done.' };
@@ -363,6 +371,22 @@ export const operations = {
       200: { description: 'The order was free and is confirmed.', schema: 'OrderConfirmed' },
       201: { description: 'A payment at the (simulated) processor.', schema: 'PaymentInitiated' },
       409: { description: 'The order is not reserved (pending, partial, expired, confirmed).' },
+    },
+  },
+  paymentWebhook: {
+    method: 'POST',
+    path: '/api/payments/webhook',
+    summary:
+      "The payment processor's callback with a payment's outcome, signed: header `Stratus-Signature: " +
+      't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under PAYMENTS_WEBHOOK_SECRET>`, at most 5 ' +
+      'minutes old. Served unless PAYMENTS=off.',
+    tag: 'Payments',
+    body: 'PaymentOutcome',
+    raw: true,
+    responses: {
+      204: noContent,
+      401: { description: 'No valid signature, or one outside the replay window.' },
+      409: { description: 'The payment was settled the other way already.' },
     },
   },
   acceptPayment: {

@@ -1,14 +1,39 @@
-/** Paying for a reserved order (or confirming a free one at once), and the simulated processor's verdicts. */
+/**
+ * Paying for a reserved order (or confirming a free one at once), and the registrant's choice at the simulated
+ * processor, which tells the app by its signed webhook (payment-callbacks.ts).
+ */
+import type { FastifyRequest } from 'fastify';
 import { startOrderPayment } from '../../app/payments.js';
 import type { ConferenceSystem } from '../../app/system.js';
-import { InvalidOperationError } from '../../domain/errors.js';
+import { CURRENCY } from '../../domain/contracts.js';
+import { InvalidOperationError, NotFoundError } from '../../domain/errors.js';
+import type { SimulatedPaymentProcessor } from '../../payments/simulated-processor.js';
 import type { OrderView } from '../../read-models/order-view.js';
+import { HttpError } from './errors.js';
 import { assertOpen, existingOrder, type Handlers, settle, uuidParam } from './support.js';
 
 type PaymentHandlers = Pick<Handlers, 'startPayment' | 'acceptPayment' | 'rejectPayment'>;
 
-export function paymentHandlers(system: ConferenceSystem): PaymentHandlers {
+export function paymentHandlers(
+  system: ConferenceSystem,
+  processor: SimulatedPaymentProcessor | undefined,
+): PaymentHandlers {
   const { queries, commands, clock } = system;
+  /** The registrant's choice at the simulated processor; answers as the app answered its webhook. */
+  async function decide(request: FastifyRequest, accepted: boolean): Promise<void> {
+    if (processor === undefined)
+      throw new HttpError(404, 'No simulated payment processor runs here (PAYMENTS=off).');
+    const paymentId = uuidParam(request, 'paymentId', 'Payment');
+    const payment = await queries.payment(paymentId);
+    if (payment === undefined) throw new NotFoundError('Payment', paymentId);
+    const status = await processor.decide(
+      { paymentId, totalCents: payment.totalCents, currency: CURRENCY },
+      accepted,
+    );
+    if (status === 409)
+      throw new InvalidOperationError(`The payment was already ${accepted ? 'rejected' : 'completed'}.`);
+    if (status !== 204) throw new HttpError(status, 'The payment processor could not settle the payment.');
+  }
   return {
     async startPayment(request, reply) {
       const orderId = uuidParam(request, 'orderId', 'Order');
@@ -20,6 +45,11 @@ export function paymentHandlers(system: ConferenceSystem): PaymentHandlers {
         await settle(system, async () => (await queries.order(orderId))?.status === 'confirmed');
         return reply.code(200).send({ status: 'confirmed' });
       }
+      if (system.config.payments === 'off')
+        throw new HttpError(
+          503,
+          'No payment processor is configured (PAYMENTS=off): the order cannot be paid.',
+        );
       const conference = await queries.conference(order.conferenceId);
       const paymentId = await startOrderPayment(commands, clock, {
         orderId,
@@ -28,18 +58,18 @@ export function paymentHandlers(system: ConferenceSystem): PaymentHandlers {
         totalCents: order.totalCents,
         expiresAt: (order.reservationExpiresAt ?? clock.now()) + system.config.reservationGraceMs,
       });
+      // Answered once the payment shows, so the registrant's next call (at the processor) finds it.
+      await settle(system, async () => (await queries.payment(paymentId)) !== undefined);
       return reply.code(201).send({ paymentId });
     },
 
     async acceptPayment(request, reply) {
-      const paymentId = uuidParam(request, 'paymentId', 'Payment');
-      await commands.send('CompleteThirdPartyProcessorPayment', { paymentId });
+      await decide(request, true);
       return reply.code(204).send();
     },
 
     async rejectPayment(request, reply) {
-      const paymentId = uuidParam(request, 'paymentId', 'Payment');
-      await commands.send('CancelThirdPartyProcessorPayment', { paymentId });
+      await decide(request, false);
       return reply.code(204).send();
     },
   };

@@ -8,12 +8,17 @@ import type { PersonalInfo } from '../../domain/contracts.js';
 import { InvalidOperationError, NotFoundError } from '../../domain/errors.js';
 import type { ConferenceView } from '../../read-models/conference-view.js';
 import type { AssignmentsView, OrderView } from '../../read-models/order-view.js';
-import type { OperationId } from '../openapi.js';
+import type { OperationId, operations } from '../openapi.js';
 
 export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-/** The handler of every operation of the table (openapi.ts). */
-export type Handlers = { readonly [Id in OperationId]: Handler };
+/** The operations of the table (openapi.ts) routed from it: all but those with a raw body. */
+export type RoutedOperationId = {
+  [Id in OperationId]: (typeof operations)[Id] extends { readonly raw: true } ? never : Id;
+}[OperationId];
+
+/** The handler of every operation routed from the table. */
+export type Handlers = { readonly [Id in RoutedOperationId]: Handler };
 
 /** How long a write waits for the read models to show it before answering anyway. */
 export const SETTLE_MS = 5000;

@@ -16,6 +16,7 @@ import Fastify from 'fastify';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { configFromEnv } from '../../app/config.js';
 import { startSystem } from '../../app/threaded-system.js';
+import { paymentWebhookRoute } from '../payment-callbacks.js';
 import { securityHeaders } from '../security-headers.js';
 import { pageRoutes } from './index.js';
 
@@ -73,6 +74,8 @@ describe('the conference web sites in Chromium', { skip }, () => {
     try {
       securityHeaders(app);
       await app.register(pageRoutes, { system });
+      // The simulated processor calls the app back at the API's webhook.
+      await app.register(async (scope) => paymentWebhookRoute(scope, system));
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
       const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });

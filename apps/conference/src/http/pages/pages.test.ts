@@ -7,6 +7,7 @@ import { InjectBrowser, placeSiteOrder, REGISTRANT_FIELDS } from '../fixtures/br
 import { startWebApp, type WebApp } from '../fixtures/web-app.js';
 import { orderToken } from '../order-token.js';
 import { ownerTokenSecret } from '../owner-token.js';
+import { paymentWebhookRoute } from '../payment-callbacks.js';
 import { escapeHtml, html, raw } from './html.js';
 import { OWNER_TEXT, PUBLIC_TEXT, pageRoutes } from './index.js';
 
@@ -18,6 +19,8 @@ before(async () => {
   // These tests create many conferences and orders from one client: the abuse limits are tested apart.
   web = await startWebApp({ RATE_LIMITS: 'off' }, async (instance, started) => {
     await instance.register(pageRoutes, { system: started });
+    // The simulated processor calls the app back at the API's webhook.
+    await instance.register(async (scope) => paymentWebhookRoute(scope, started));
   });
   ({ system, app } = web);
   browser = new InjectBrowser(app);
@@ -340,16 +343,15 @@ describe('public site', () => {
     assert.match(processor.body, /Simulated Third-party Payment Clearing Processor/);
     assert.match(processor.body, /Registration for Pages Summit/);
     assert.match(processor.body, /448\.00/);
+    assert.match(processor.body, /id="simulated-banner"/, 'the simulated processor says what it is');
+    // The registrant's choice reaches the app by the processor's signed webhook; the browser is only sent on.
     const accepted = await post('/payment', {
-      returnUrl: field(processor.body, 'returnUrl'),
-      cancelReturnUrl: field(processor.body, 'cancelReturnUrl'),
+      paymentId: field(processor.body, 'paymentId'),
       outcome: 'accepted',
     });
     assert.equal(accepted.statusCode, 303);
-    const callback = await get(accepted.headers.location as string);
-    assert.equal(callback.statusCode, 303);
-    assert.equal(callback.headers.location, `/${slug}/confirmation?orderId=${orderId}`);
-    const thanks = await get(callback.headers.location as string);
+    assert.equal(accepted.headers.location, `/${slug}/confirmation?orderId=${orderId}`);
+    const thanks = await get(accepted.headers.location as string);
     assert.equal(thanks.statusCode, 200);
     assert.match(thanks.body, /Thank you/);
     assert.match(thanks.body, /You have successfully submitted your registration!/);
@@ -411,7 +413,7 @@ describe('public site', () => {
     });
     const paymentId = new URL(paying.headers.location as string, 'http://x').searchParams.get('paymentId');
     await get(paying.headers.location as string);
-    const rejected = await get(`/${slug}/third-party-payment-reject?paymentId=${paymentId}`);
+    const rejected = await post('/payment', { paymentId: paymentId ?? '', outcome: 'rejected' });
     assert.equal(rejected.statusCode, 303);
     const checkout = await get(rejected.headers.location as string);
     assert.equal(checkout.statusCode, 200);
@@ -487,12 +489,12 @@ describe('public site', () => {
     assert.equal((await get(`/${slug}/order/${uuidv7()}/seats`)).statusCode, 404);
     assert.equal((await get(`/${slug}/confirmation?orderId=zzz`)).statusCode, 400);
     assert.equal((await get(`/${slug}/third-party-payment?paymentId=zzz`)).statusCode, 400);
+    // No GET settles a payment any more (finding 3): the old callbacks are gone.
     assert.equal((await get(`/${slug}/third-party-payment-accept?paymentId=${uuidv7()}`)).statusCode, 404);
-    assert.equal((await get('/payment?returnUrl=https://evil.example&cancelReturnUrl=/x')).statusCode, 400);
-    assert.equal(
-      (await post('/payment', { returnUrl: '//evil.example', cancelReturnUrl: '/x' })).statusCode,
-      400,
-    );
+    assert.equal((await get('/payment?paymentId=zzz')).statusCode, 400);
+    assert.equal((await get(`/payment?paymentId=${uuidv7()}`)).statusCode, 404);
+    assert.equal((await post('/payment', { paymentId: uuidv7(), outcome: 'maybe' })).statusCode, 400);
+    assert.equal((await post('/payment', { paymentId: uuidv7(), outcome: 'accepted' })).statusCode, 404);
     assert.equal((await get(`/${slug}/registrant?orderId=bad`)).statusCode, 400);
     const broken = await app.inject({
       method: 'POST',

@@ -99,10 +99,8 @@ export const siteInputs = {
   /** The order of the registration form: a new one's id comes with its token (the seats are fields of their own). */
   OrderForm: object({ orderId: uuid, orderToken: line(TEXT_LIMITS.orderToken) }, ['orderId']),
   ConferenceListQuery: object({ after: uuid, before: uuid }, []),
-  PaymentRequest: object({
-    itemName: line(TEXT_LIMITS.itemName),
-    itemAmount: line(TEXT_LIMITS.itemAmount),
-    returnUrl: line(TEXT_LIMITS.returnUrl),
-    cancelReturnUrl: line(TEXT_LIMITS.returnUrl),
-  }),
+  /** The simulated processor's page: which payment. */
+  ProcessorPayment: object({ paymentId: uuid }),
+  /** The registrant's choice on it. */
+  ProcessorDecision: object({ paymentId: uuid, outcome: { type: 'string', enum: ['accepted', 'rejected'] } }),
 } as const;

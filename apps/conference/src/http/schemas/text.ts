@@ -30,10 +30,6 @@ export const TEXT_LIMITS = {
   /** An order's token, as the registration form carries it for a new order (43 characters today). */
   orderToken: 64,
   seatTypeId: 64,
-  /** What the simulated payment processor is handed: an item's name and amount, and where to return. */
-  itemName: 200,
-  itemAmount: 20,
-  returnUrl: 500,
 } as const;
 
 // Character classes written with escapes, so that the OpenAPI document shows them as such.

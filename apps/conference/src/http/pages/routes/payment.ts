@@ -1,17 +1,20 @@
 /**
  * Payment: start it (V3: wait for the reservation; a partial one goes back to registration, a free order is
- * confirmed at once, else a third-party payment starts), the simulated processor, and its accept/reject callbacks.
+ * confirmed at once, else a third-party payment starts) and the simulated processor's page, where the registrant's
+ * choice reaches the app by the processor's signed webhook (payment-callbacks.ts); no GET changes anything.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { startOrderPayment } from '../../../app/payments.js';
 import type { ConferenceSystem } from '../../../app/system.js';
+import { CURRENCY } from '../../../domain/contracts.js';
 import { InvalidOperationError } from '../../../domain/errors.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
+import { simulatedProcessor } from '../../payment-callbacks.js';
 import { readForm } from '../../schemas/forms.js';
 import { siteInputs } from '../../schemas/inputs.js';
 import { money } from '../layout.js';
 import type { SiteAccess } from '../site-access.js';
-import { fieldsOf, isId, isLocalPath, seeOther, sendPage, VIEW_WAIT_MS, wholeNumber } from '../support.js';
+import { fieldsOf, isId, seeOther, sendPage, VIEW_WAIT_MS, wholeNumber } from '../support.js';
 import { completedOrderPage, paymentUnknownPage, reservationUnknownPage } from '../views/order-status.js';
 import { paymentProcessorPage } from '../views/payment.js';
 import { messagePage } from '../views/public-page.js';
@@ -56,6 +59,12 @@ export async function startPayment(
       400,
       messagePage(conference, 'Payment', 'The chosen payment method is not supported.'),
     );
+  if (system.config.payments === 'off')
+    return sendPage(
+      reply,
+      503,
+      messagePage(conference, 'Payment', 'No payment processor is configured: the order cannot be paid.'),
+    );
   let paymentId: string;
   try {
     paymentId = await startOrderPayment(system.commands, system.clock, {
@@ -72,15 +81,9 @@ export async function startPayment(
   return seeOther(reply, withQuery(`/${conference.slug}/third-party-payment`, { paymentId }));
 }
 
-// The processor's return (accept) and cancel (reject) callbacks. A payment already settled the other way wins:
-// a refused accept means it was cancelled, a refused reject that the registrant paid after all.
-const paymentCallbacks = {
-  accept: { command: 'CompleteThirdPartyProcessorPayment', paid: true },
-  reject: { command: 'CancelThirdPartyProcessorPayment', paid: false },
-} as const;
-
 export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem, access: SiteAccess): void {
-  const { queries, commands } = system;
+  const { queries } = system;
+  const processor = simulatedProcessor(system, app);
   const message = (
     reply: FastifyReply,
     status: number,
@@ -121,64 +124,62 @@ export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem, ac
     if (payment.status === 'completed') return seeOther(reply, confirmationUrl(conference, payment.orderId));
     if (payment.status === 'rejected')
       return seeOther(reply, registrantUrl(conference, payment.orderId, 0, true));
-    const callback = (outcome: string) =>
-      withQuery(`/${conference.slug}/third-party-payment-${outcome}`, { paymentId: payment.paymentId });
-    return seeOther(
+    return seeOther(reply, withQuery('/payment', { paymentId: payment.paymentId }));
+  });
+
+  // The simulated third-party payment processor (the Journey's Payments area); none with PAYMENTS=off.
+  if (processor === undefined) return;
+
+  /** The payment a processor form names, with its conference, if both exist. */
+  async function processorPayment(source: unknown, schema: keyof typeof siteInputs) {
+    const { values, problems } = readForm(siteInputs[schema], fieldsOf(source)) as {
+      values: { paymentId?: string; outcome?: string };
+      problems: object;
+    };
+    if (Object.keys(problems).length > 0 || values.paymentId === undefined) return 'invalid';
+    const payment = await queries.payment(values.paymentId);
+    const conference = payment && (await queries.conference(payment.conferenceId));
+    return payment && conference ? { payment, conference, outcome: values.outcome } : undefined;
+  }
+
+  app.get('/payment', async (request, reply) => {
+    const found = await processorPayment(request.query, 'ProcessorPayment');
+    if (found === 'invalid') return message(reply, 400, undefined, 'The payment request is not valid.');
+    if (found === undefined) return message(reply, 404, undefined, 'The payment could not be found.');
+    const { payment } = found;
+    return sendPage(
       reply,
-      withQuery('/payment', {
+      200,
+      paymentProcessorPage({
+        paymentId: payment.paymentId,
         itemName: payment.description,
         itemAmount: money(payment.totalCents),
-        returnUrl: callback('accept'),
-        cancelReturnUrl: callback('reject'),
       }),
     );
   });
 
-  for (const [outcome, { command, paid }] of Object.entries(paymentCallbacks)) {
-    app.get(`/:slug/third-party-payment-${outcome}`, async (request, reply) => {
-      const conference = await conferenceOf(system, request.params, reply);
-      if (conference === undefined) return reply;
-      const payment = await paymentOf(conference, request.query, false);
-      if (payment === undefined) return message(reply, 404, conference, 'The payment could not be found.');
-      const settled = (asPaid: boolean) =>
-        seeOther(
-          reply,
-          asPaid
-            ? confirmationUrl(conference, payment.orderId)
-            : registrantUrl(conference, payment.orderId, 0, true),
-        );
-      try {
-        await commands.send(command, { paymentId: payment.paymentId });
-      } catch (error) {
-        if (error instanceof InvalidOperationError) return settled(!paid);
-        throw error;
-      }
-      return settled(paid);
-    });
-  }
-
-  /** What the processor is handed (the query, then the posted form), if it is valid. */
-  function paymentRequest(source: unknown) {
-    const { values, problems } = readForm(siteInputs.PaymentRequest, fieldsOf(source));
-    const valid =
-      Object.keys(problems).length === 0 &&
-      isLocalPath(values.returnUrl) &&
-      isLocalPath(values.cancelReturnUrl);
-    return valid ? values : undefined;
-  }
-
-  // The simulated third-party payment processor (the Journey's Payments area).
-  app.get('/payment', async (request, reply) => {
-    const payment = paymentRequest(request.query);
-    if (payment === undefined) return message(reply, 400, undefined, 'The payment request is not valid.');
-    return sendPage(reply, 200, paymentProcessorPage(payment));
-  });
-
+  // The registrant's choice: the processor tells the app by webhook, then sends the registrant on. A payment
+  // already settled the other way wins: a refused accept means it was cancelled, a refused reject that it was paid.
   app.post('/payment', async (request, reply) => {
-    const payment = paymentRequest(request.body);
-    if (payment === undefined) return message(reply, 400, undefined, 'The payment request is not valid.');
-    const { returnUrl, cancelReturnUrl } = payment;
-    const { outcome } = fieldsOf(request.body);
-    return seeOther(reply, outcome === 'accepted' ? returnUrl : cancelReturnUrl);
+    const found = await processorPayment(request.body, 'ProcessorDecision');
+    if (found === 'invalid') return message(reply, 400, undefined, 'The payment request is not valid.');
+    if (found === undefined) return message(reply, 404, undefined, 'The payment could not be found.');
+    const { payment, conference, outcome } = found;
+    const accepted = outcome === 'accepted';
+    const status = await processor.decide(
+      { paymentId: payment.paymentId, totalCents: payment.totalCents, currency: CURRENCY },
+      accepted,
+    );
+    if (status !== 204 && status !== 409) {
+      request.log.error({ status }, 'the payment webhook failed');
+      return message(reply, 502, conference, 'The payment processor could not settle the payment.');
+    }
+    const paid = status === 204 ? accepted : !accepted;
+    return seeOther(
+      reply,
+      paid
+        ? confirmationUrl(conference, payment.orderId)
+        : registrantUrl(conference, payment.orderId, 0, true),
+    );
   });
 }
