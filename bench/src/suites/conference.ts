@@ -393,7 +393,8 @@ function settingsOf(
     ...extra,
     scale: { ...scale, rates },
     registration:
-      'POST /api/public/conferences/:slug/orders (1 seat of each of 2 types) → 202; GET /api/orders/:id every ' +
+      'POST /api/public/conferences/:slug/orders (1 seat of each of 2 types) → 202 with the order token, which ' +
+      'every /api/orders/:id request sends; GET /api/orders/:id every ' +
       `${scale.windowPollMs} ms until it shows the total (priced): the window; PUT /api/orders/:id/registrant → 204; ` +
       `GET /api/orders/:id?wait=${scale.reserveWaitSeconds} until reserved; POST /api/orders/:id/payment → 201; ` +
       `POST /api/payments/:paymentId/accept → 204; GET /api/orders/:id?wait=${scale.reserveWaitSeconds}` +

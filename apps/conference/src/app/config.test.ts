@@ -20,6 +20,35 @@ describe('configFromEnv', () => {
     assert.equal(configFromEnv({ RESERVATION_WINDOW_SECONDS: '1.5' }).reservationWindowMs, 1500);
   });
 
+  test('the abuse limits: on by default, each configurable, all off with RATE_LIMITS=off', () => {
+    assert.deepEqual(configFromEnv({}).abuseLimits, {
+      signIn: { limit: 10, windowMs: 60_000 },
+      orderLookup: { limit: 10, windowMs: 60_000 },
+      orders: { limit: 10, windowMs: 60_000 },
+      conferences: { limit: 10, windowMs: 3_600_000 },
+      lockoutAfter: 5,
+      lockoutMs: 60_000,
+      openOrdersPerClient: 5,
+      heldSeatsPerClient: 50,
+    });
+    const tuned = configFromEnv({
+      RATE_LIMIT_SIGN_IN: '3/30',
+      LOCKOUT_AFTER: '8',
+      LOCKOUT_SECONDS: '120',
+      MAX_OPEN_ORDERS_PER_CLIENT: '2',
+      MAX_HELD_SEATS_PER_CLIENT: '100',
+    }).abuseLimits;
+    assert.deepEqual(tuned?.signIn, { limit: 3, windowMs: 30_000 });
+    assert.equal(tuned?.lockoutAfter, 8);
+    assert.equal(tuned?.lockoutMs, 120_000);
+    assert.equal(tuned?.openOrdersPerClient, 2);
+    assert.equal(tuned?.heldSeatsPerClient, 100);
+    assert.equal(configFromEnv({ RATE_LIMITS: 'off' }).abuseLimits, undefined);
+    assert.equal(configFromEnv({}).trustProxy, false);
+    assert.equal(configFromEnv({ TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.equal(configFromEnv({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy, '10.0.0.0/8, 127.0.0.1');
+  });
+
   test('refuses bad values with the variable named', () => {
     for (const [name, value] of [
       ['BACKGROUND_THREAD', 'maybe'],
@@ -28,6 +57,15 @@ describe('configFromEnv', () => {
       ['LOG_LEVEL', 'loud'],
       ['LEASE_SECONDS', '-1'],
       ['DATABASE_POOL_SIZE', '1'],
+      ['RATE_LIMITS', 'sometimes'],
+      ['RATE_LIMIT_SIGN_IN', '10'],
+      ['RATE_LIMIT_ORDERS', '0/60'],
+      ['RATE_LIMIT_CONFERENCES', '5/0'],
+      ['LOCKOUT_AFTER', '0'],
+      ['LOCKOUT_SECONDS', 'soon'],
+      ['MAX_OPEN_ORDERS_PER_CLIENT', '1.5'],
+      ['MAX_HELD_SEATS_PER_CLIENT', '-3'],
+      ['TRUST_PROXY', 'everyone'],
       ['WORKER_PORT', '-1'],
       ['OWNER_TOKEN_SECRET', 'too short'],
       ['METRICS_TOKEN', 'x'.repeat(31)],

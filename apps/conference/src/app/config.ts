@@ -1,6 +1,13 @@
 import { resolve } from 'node:path';
 import { InvalidOptionsError } from '@stratus/core';
 import { RESERVATION_GRACE_MS, RESERVATION_WINDOW_MS } from '../domain/contracts.js';
+import {
+  type AbuseLimitSettings,
+  abuseLimitsFromEnv,
+  type TrustProxy,
+  trustProxyFromEnv,
+} from './abuse-settings.js';
+import { flag, positiveSeconds, wholeNumber } from './env-values.js';
 import { type PaymentsConfig, paymentsConfigFromEnv } from './payments-config.js';
 
 /** What a process does: everything (the embedded default), only the web sites and API, or only the background work. */
@@ -63,37 +70,14 @@ export interface ConferenceConfig extends PaymentsConfig {
   readonly headersTimeoutMs: number;
   /** How long an idle keep-alive connection stays open (KEEP_ALIVE_TIMEOUT_SECONDS, default 72). */
   readonly keepAliveTimeoutMs: number;
+  /** The web's abuse limits (abuse-settings.ts), undefined when RATE_LIMITS=off. */
+  readonly abuseLimits: AbuseLimitSettings | undefined;
+  /** Which proxies' X-Forwarded-For names the client (TRUST_PROXY, default none: the peer address is the client). */
+  readonly trustProxy: TrustProxy;
 }
 
 /** The shortest secret accepted for signing owner tokens or guarding metrics: 256 bits. */
 export const MIN_SECRET_BYTES = 32;
-
-function positiveSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallbackMs;
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds <= 0)
-    throw new InvalidOptionsError(name, `expected a positive number of seconds, got ${JSON.stringify(raw)}`);
-  return Math.round(seconds * 1000);
-}
-
-function wholeNumber(
-  env: NodeJS.ProcessEnv,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max)
-    throw new InvalidOptionsError(
-      name,
-      `expected a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`,
-    );
-  return value;
-}
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = Number(env[name] || fallback);
@@ -111,14 +95,6 @@ function secret(env: NodeJS.ProcessEnv, name: string): string | undefined {
       `expected at least ${MIN_SECRET_BYTES} bytes (e.g. openssl rand -base64 32), got ${Buffer.byteLength(value, 'utf8')}`,
     );
   return value;
-}
-
-function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (['true', '1', 'on'].includes(raw)) return true;
-  if (['false', '0', 'off'].includes(raw)) return false;
-  throw new InvalidOptionsError(name, `expected true or false, got ${JSON.stringify(raw)}`);
 }
 
 /** Reads the configuration from the environment (README: Configuration), failing fast on bad values. */
@@ -187,5 +163,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ConferenceC
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: positiveSeconds(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72_000),
+    abuseLimits: abuseLimitsFromEnv(env),
+    trustProxy: trustProxyFromEnv(env),
   };
 }

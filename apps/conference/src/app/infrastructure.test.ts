@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { systemClock } from '@stratus/core';
-import { postgresForSuite, waitUntil } from '@stratus/testkit';
+import { slidingWindowLog } from '@stratus/resilience';
+import { postgresForSuite, redisForSuite, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import { conferenceView } from '../read-models/conference-view.js';
 import { configFromEnv } from './config.js';
@@ -12,9 +13,11 @@ import { type HeardViewChange, openInfrastructure, type ViewChange } from './inf
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-infrastructure-'));
 const postgres = await postgresForSuite('conference-infrastructure');
+const redis = await redisForSuite('conference-infrastructure');
 after(async () => {
   rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
   await postgres.release();
+  await redis.release();
 });
 
 describe('openInfrastructure (embedded)', () => {
@@ -68,4 +71,39 @@ describe('openInfrastructure (PostgreSQL)', { skip: postgres.skip }, () => {
       await infrastructure.close();
     }
   });
+});
+
+describe('openInfrastructure: the abuse limits of web processes scaled out', { skip: postgres.skip }, () => {
+  for (const withRedis of [false, true]) {
+    test(`count in one place for every process (${withRedis ? 'Redis' : 'PostgreSQL'})`, {
+      skip: withRedis && redis.skip,
+    }, async () => {
+      const env = {
+        DATABASE_URL: postgres.url as string,
+        DATABASE_SCHEMA: `infrastructure_limits_${withRedis ? 'redis' : 'pg'}`,
+        OWNER_TOKEN_SECRET: 'a secret all the web processes share, 32+ bytes',
+        ...(withRedis ? { REDIS_URL: redis.url as string, REDIS_PREFIX: redis.keyPrefix as string } : {}),
+      };
+      const processes = [
+        await openInfrastructure(configFromEnv(env), systemClock),
+        await openInfrastructure(configFromEnv(env), systemClock),
+      ];
+      try {
+        assert.deepEqual(
+          processes.map((web) => web.rateLimits.kind),
+          [withRedis ? 'redis' : 'postgres', withRedis ? 'redis' : 'postgres'],
+        );
+        const [a, b] = processes.map((web) =>
+          slidingWindowLog({ name: 'sign-in', limit: 2, windowMs: 60_000, store: web.rateLimits }),
+        );
+        assert.equal((await a?.acquire('client'))?.allowed, true);
+        assert.equal((await b?.acquire('client'))?.allowed, true);
+        const third = await a?.acquire('client');
+        assert.equal(third?.allowed, false, 'the other process took the second permit');
+        assert.equal((await b?.acquire('another client'))?.allowed, true);
+      } finally {
+        for (const web of processes) await web.close();
+      }
+    });
+  }
 });

@@ -29,7 +29,14 @@ import {
   RedisMessageBackend,
   SqliteMessageBackend,
 } from '@stratus/messaging';
+import {
+  MemoryRateLimitStore,
+  PostgresRateLimitStore,
+  type RateLimitStore,
+  RedisRateLimitStore,
+} from '@stratus/resilience';
 import { NotificationListener, openSqlite } from '@stratus/sql';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { ConferenceConfig } from './config.js';
 
@@ -39,6 +46,8 @@ export interface Infrastructure {
   readonly store: EventStore;
   readonly messaging: Messaging;
   readonly leases: LeaseStore;
+  /** Where the web's abuse limits count: this process's memory, or shared by every web process when scaled out. */
+  readonly rateLimits: RateLimitStore;
   reader(view: DocumentProjectionDefinition): DocumentReader;
   /**
    * A runner keeping `view` up to date (single-active across processes through the view's lease); `onChange` hears
@@ -127,6 +136,7 @@ function openEmbedded(
     store,
     messaging,
     leases: new SqliteLeaseStore({ database }),
+    rateLimits: new MemoryRateLimitStore(),
     reader: (view) => sqliteDocumentReader(database, target, view.name),
     runner: (view, onChange) =>
       reportingActivation(
@@ -162,6 +172,17 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
   // each batch's documents once it committed (the NOTIFY is part of its transaction), so they may cache them.
   const channel = `${schema}_view_changes`;
   const listener = new NotificationListener(() => pool.connect(), channel);
+  // Connects on first use: only processes serving the web count requests.
+  const limitsClient =
+    config.redisUrl === undefined ? undefined : new Redis(config.redisUrl, { lazyConnect: true });
+  limitsClient?.on('error', () => {});
+  const postgresLimits =
+    limitsClient === undefined
+      ? new PostgresRateLimitStore({ pool, tablePrefix: `${schema}.rate_limit` })
+      : undefined;
+  const rateLimits: RateLimitStore =
+    postgresLimits ??
+    new RedisRateLimitStore({ client: limitsClient as Redis, prefix: `${config.redisPrefix}rate-limit:` });
   const announceAll = () => {
     pool.query('SELECT pg_notify($1, $2)', [channel, ALL_DOCUMENTS]).catch(() => {});
   };
@@ -170,6 +191,7 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
     store,
     messaging,
     leases: new PostgresLeaseStore({ pool, schema }),
+    rateLimits,
     reader: (view) => postgresDocumentReader(pool, target, view.name, { schema }),
     runner(view, onChange) {
       return reportingActivation(
@@ -202,6 +224,8 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
       await listener.close();
       await messaging.close();
       await store.close();
+      postgresLimits?.close();
+      limitsClient?.disconnect();
       await pool.end();
     },
   };

@@ -130,8 +130,8 @@ export function documentQueries(conferences: DocumentReader, orders: DocumentRea
       return seatTypes;
     },
     async ownerLogin(email, accessCode) {
-      return (await conferences.get<OwnerLoginView>(OWNER_LOGIN, ownerLoginId(email, accessCode)))
-        ?.conferenceId;
+      const [found] = await conferences.find<OwnerLoginView>(OWNER_LOGIN, ownerLoginId(email, accessCode));
+      return found?.conferenceId;
     },
     order: (orderId) => orders.get<OrderView>(ORDER, orderId),
     async findOrder(email, accessCode) {

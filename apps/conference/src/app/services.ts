@@ -351,6 +351,15 @@ export class ConferenceManagement {
     return this.#decide({ type: 'UnpublishConference', data: { conferenceId } });
   }
 
+  /** Replaces the owner's access code with a new random one (the old one stops working); returns the new one. */
+  async rotateAccessCode(conferenceId: string): Promise<string> {
+    const current = (await this.get(conferenceId)).accessCode;
+    let code = accessCode();
+    while (code === current) code = accessCode();
+    await this.#decide({ type: 'RotateAccessCode', data: { conferenceId, accessCode: code } });
+    return code;
+  }
+
   async createSeat(conferenceId: string, fields: SeatTypeFields): Promise<string> {
     const seatTypeId = uuidv7(this.#clock.now());
     await this.#decide({ type: 'CreateSeat', data: { conferenceId, seatTypeId, ...fields } });

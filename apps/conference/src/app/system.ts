@@ -17,6 +17,7 @@ import {
   type Subscription,
 } from '@stratus/eventsourcing';
 import { type Consumer, QueueMetricsCollector } from '@stratus/messaging';
+import type { RateLimitStore } from '@stratus/resilience';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type CommandType, SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
 import {
@@ -75,6 +76,8 @@ export interface ConferenceSystem {
   readonly commands: CommandBus;
   readonly management: ConferenceManagement;
   readonly queries: Queries;
+  /** Where the web's abuse limits count (shared by the web processes when scaled out). */
+  readonly rateLimits: RateLimitStore;
   /** Resolves with `check`'s first non-undefined answer, re-checked as views change, or undefined after `timeoutMs`. */
   waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined>;
   /**
@@ -330,6 +333,7 @@ export async function startConferenceSystem(
     commands: webBus,
     management,
     queries,
+    rateLimits: infrastructure.rateLimits,
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     absent: (collection, id) => waits.absent(collection, id),
     ready: () => !failed,

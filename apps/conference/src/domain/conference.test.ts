@@ -144,7 +144,7 @@ describe('Conference: creating', () => {
       () => given().when(createConference({ slug: 'x'.repeat(51) })),
       invalid({ slug: 'The slug must be at most 50 characters long.' }),
     );
-    for (const slug of ['api', 'manage', 'payment', 'health', 'metrics'])
+    for (const slug of ['api', 'manage', 'payment', 'health', 'metrics', 'create', 'locate', 'sign-in'])
       assert.throws(
         () => given().when(createConference({ slug })),
         invalid({ slug: `The slug cannot be ${slug}: the sites use that path.` }),
@@ -239,6 +239,27 @@ describe('Conference: publishing', () => {
 
   test('a conference can be published again', () => {
     assert.deepEqual(given(created, published, unpublished).when(publish), [published]);
+  });
+});
+
+describe('Conference: access code', () => {
+  const rotate = (accessCode: string): ConferenceCommand => ({
+    type: 'RotateAccessCode',
+    data: { conferenceId, accessCode },
+  });
+
+  test('rotating records the new code, which replaces the old one', () => {
+    const events = given(created, published).when(rotate('XYZ789'));
+    assert.deepEqual(events, [{ type: 'AccessCodeRotated', data: { conferenceId, accessCode: 'XYZ789' } }]);
+    const after = fold([created, published, ...events]);
+    assert.equal(after?.accessCode, 'XYZ789');
+    assert.equal(after?.isPublished, true);
+    assert.equal(after?.slug, 'contoso26');
+  });
+
+  test('the new code must differ from the current one; the conference must exist', () => {
+    assert.throws(() => given(created).when(rotate('ABC234')), InvalidOperationError);
+    assert.throws(() => given().when(rotate('XYZ789')), NotFoundError);
   });
 });
 

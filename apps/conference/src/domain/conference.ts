@@ -43,6 +43,11 @@ export type ConferenceCommand =
   | { readonly type: 'PublishConference'; readonly data: { readonly conferenceId: string } }
   | { readonly type: 'UnpublishConference'; readonly data: { readonly conferenceId: string } }
   | {
+      readonly type: 'RotateAccessCode';
+      /** The new code (see access-code.ts), drawn by the caller. */
+      readonly data: { readonly conferenceId: string; readonly accessCode: string };
+    }
+  | {
       readonly type: 'CreateSeat';
       readonly data: SeatTypeFields & { readonly conferenceId: string; readonly seatTypeId: string };
     }
@@ -98,6 +103,8 @@ export const conferenceDecider: Decider<ConferenceState, ConferenceEvent, Confer
         return { ...state, isPublished: true, wasEverPublished: true };
       case 'ConferenceUnpublished':
         return { ...state, isPublished: false };
+      case 'AccessCodeRotated':
+        return { ...state, accessCode: event.data.accessCode };
       case 'SeatCreated':
         return { ...state, seatTypes: [...state.seatTypes, seatTypeOf(event.data)] };
       case 'SeatUpdated': {
@@ -136,6 +143,12 @@ export const conferenceDecider: Decider<ConferenceState, ConferenceEvent, Confer
         return state.isPublished ? [] : [{ type: 'ConferencePublished', data: { conferenceId } }];
       case 'UnpublishConference':
         return state.isPublished ? [{ type: 'ConferenceUnpublished', data: { conferenceId } }] : [];
+      case 'RotateAccessCode': {
+        const { accessCode } = command.data;
+        if (accessCode === state.accessCode)
+          throw new InvalidOperationError('The new access code must differ from the current one.');
+        return [{ type: 'AccessCodeRotated', data: { conferenceId, accessCode } }];
+      }
       case 'CreateSeat': {
         const seat = seatTypeOf(command.data);
         if (findSeatType(state, seat.seatTypeId) !== undefined)

@@ -59,6 +59,8 @@ export type ConferenceEvent =
   | DomainEvent<'ConferenceUpdated', ConferenceDetails & { readonly conferenceId: string }>
   | DomainEvent<'ConferencePublished', { readonly conferenceId: string }>
   | DomainEvent<'ConferenceUnpublished', { readonly conferenceId: string }>
+  /** The owner replaced the access code: the old one no longer opens the conference. */
+  | DomainEvent<'AccessCodeRotated', { readonly conferenceId: string; readonly accessCode: string }>
   | DomainEvent<
       'SeatCreated',
       {
@@ -272,7 +274,11 @@ export interface CommandData {
     readonly expiration: number;
   };
   readonly RejectOrder: { readonly orderId: string };
-  readonly AssignRegistrantDetails: PersonalInfo & { readonly orderId: string };
+  readonly AssignRegistrantDetails: PersonalInfo & {
+    readonly orderId: string;
+    /** The conference's owner asks: only the owner can change the registrant of a confirmed order. */
+    readonly byOwner?: boolean;
+  };
   /** A paid order names the payment and what it paid, checked against the order's total. */
   readonly ConfirmOrder: { readonly orderId: string; readonly paymentId?: string } & AmountPaid;
   readonly StartOrderPayment: { readonly orderId: string; readonly paymentId: string };

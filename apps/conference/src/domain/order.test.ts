@@ -384,6 +384,29 @@ describe('AssignRegistrantDetails', () => {
   test('refuses an order that does not exist', () => {
     assert.throws(() => given(orderDecider).when(assign('foo', 'bar', 'foo@bar.com')), NotFoundError);
   });
+
+  test('after confirmation only the owner can change the registrant (the e-mail finds the order)', () => {
+    assert.throws(
+      () => given(orderDecider, confirmed).when(assign('foo', 'bar', 'foo@bar.com')),
+      isError(
+        InvalidOperationError,
+        'The registrant of a confirmed order can only be changed by the conference owner.',
+      ),
+    );
+    const byOwner: OrderCommand = {
+      type: 'AssignRegistrantDetails',
+      data: { orderId, firstName: 'foo', lastName: 'bar', email: 'foo@bar.com', byOwner: true },
+    };
+    assert.deepEqual(given(orderDecider, confirmed).when(byOwner), [
+      {
+        type: 'OrderRegistrantAssigned',
+        data: { orderId, firstName: 'foo', lastName: 'bar', email: 'foo@bar.com' },
+      },
+    ]);
+    // Before confirmation (and once expired, when it no longer matters) the registrant may still change it.
+    assert.equal(given(orderDecider, reserved).when(assign('foo', 'bar', 'foo@bar.com')).length, 1);
+    assert.equal(given(orderDecider, expired).when(assign('foo', 'bar', 'foo@bar.com')).length, 1);
+  });
 });
 
 describe('the order state', () => {
@@ -478,9 +501,10 @@ describe('any sequence of commands (property)', () => {
           if (type === 'OrderPaymentCancelled' || type === 'OrderConfirmed') open = false;
           assert.ok(!(open && type === 'OrderUpdated'));
         }
-        // Once confirmed or expired, only the registrant may still change.
+        // Once confirmed or expired, only the registrant may still change; once confirmed, not by the registrant.
         const final = types.findIndex((type) => type === 'OrderConfirmed' || type === 'OrderExpired');
         if (final >= 0) assert.ok(types.slice(final + 1).every((type) => type === 'OrderRegistrantAssigned'));
+        if (types[final] === 'OrderConfirmed') assert.equal(types.length, final + 1);
         for (const event of events) {
           if (event.type !== 'OrderTotalsCalculated') continue;
           const { lines, totalCents, isFreeOfCharge } = event.data;

@@ -105,7 +105,12 @@ export const orderDecider: Decider<OrderState, OrderEvent, OrderCommand> = {
       case 'RejectOrder':
         return expire(command.data.orderId, state);
       case 'AssignRegistrantDetails':
-        existing(state, command.data.orderId);
+        // The registrant's e-mail finds the order: after confirmation only the owner may change it, so whoever holds
+        // the order cannot lock the customer out of it.
+        if (existing(state, command.data.orderId).confirmed && command.data.byOwner !== true)
+          throw new InvalidOperationError(
+            'The registrant of a confirmed order can only be changed by the conference owner.',
+          );
         return assignRegistrant(command.data);
       case 'ConfirmOrder':
         return confirm(command.data, existing(state, command.data.orderId));

@@ -1,8 +1,8 @@
 /**
- * A conference's slug, its code in the sites' URLs (`/{slug}`, `/manage/{slug}/{accessCode}`): 1 to 50 lowercase
- * letters, digits, hyphens and underscores, so that it fits any URL and the stream that claims it, and reads the
- * same in every case. The first path segments of the sites themselves are reserved (a conference there could not
- * be reached).
+ * A conference's slug, its code in the sites' URLs (`/{slug}`, `/manage/{slug}`): 1 to 50 lowercase letters, digits,
+ * hyphens and underscores, so that it fits any URL and the stream that claims it, and reads the same in every case.
+ * The first path segments of the sites themselves, and the owner site's own pages under `/manage/`, are reserved (a
+ * conference there could not be reached).
  */
 
 export const SLUG_MAX_LENGTH = 50;
@@ -13,8 +13,17 @@ export const SLUG_CHARACTERS = /^[a-z0-9_-]*$/;
 export const SLUG_CHARACTERS_MESSAGE =
   'The slug can only contain lowercase letters, digits, hyphens and underscores.';
 
-/** First path segments that the sites, the API and the operations endpoints use. */
-export const RESERVED_SLUGS: readonly string[] = ['api', 'manage', 'payment', 'health', 'metrics'];
+/** First path segments that the sites, the API and the operations endpoints use, then the owner site's pages. */
+export const RESERVED_SLUGS: readonly string[] = [
+  'api',
+  'manage',
+  'payment',
+  'health',
+  'metrics',
+  'create',
+  'locate',
+  'sign-in',
+];
 
 /** What is wrong with a slug, if anything. */
 export function slugProblem(slug: unknown): string | undefined {

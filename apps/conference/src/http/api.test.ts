@@ -11,6 +11,7 @@ import { ACCESS_CODE_PATTERN } from '../domain/access-code.js';
 import type { OrderStatus } from '../read-models/order-view.js';
 import { apiRoutes } from './api.js';
 import { operations } from './openapi.js';
+import { orderToken } from './order-token.js';
 import { signOwnerToken, verifyOwnerToken } from './owner-token.js';
 
 const SECRET = 'a secret for the tests';
@@ -25,9 +26,10 @@ interface Api {
   close(): Promise<void>;
 }
 
+/** A system and its API; its abuse limits are off (these tests place many orders and conferences from one client). */
 async function startApi(env: Record<string, string> = {}): Promise<Api> {
   const system = await startConferenceSystem(
-    configFromEnv({ STRATUS_DATA_DIR: join(directory, `s${++systems}`), ...env }),
+    configFromEnv({ STRATUS_DATA_DIR: join(directory, `s${++systems}`), RATE_LIMITS: 'off', ...env }),
   );
   const app = Fastify({ logger: false, bodyLimit: 64 * 1024 });
   const routes: string[] = [];
@@ -63,13 +65,25 @@ interface Answer {
   readonly headers: Record<string, unknown>;
 }
 
+/** The token of every order the tests placed (or found), which `call` sends to the order's routes. */
+const orderTokens = new Map<string, string>();
+
+/** The id of an order that does not exist, with a valid token (so that only the order's absence shows). */
+function unknownOrder(): string {
+  const orderId = uuidv7();
+  orderTokens.set(orderId, orderToken(orderId, Buffer.from(SECRET)));
+  return orderId;
+}
+
 async function call(
   method: InjectOptions['method'],
   url: string,
   options: { body?: unknown; token?: string; raw?: string; on?: Api } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = {};
-  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  const orderId = /^\/api\/orders\/([0-9a-f-]{36})(?:[/?]|$)/i.exec(url)?.[1]?.toLowerCase();
+  const token = options.token ?? (orderId === undefined ? undefined : orderTokens.get(orderId));
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
   if (options.raw !== undefined) headers['content-type'] = 'application/json';
   const response = await (options.on ?? api).app.inject({
     method,
@@ -200,6 +214,8 @@ async function placeOrder(
   const answer = await call('POST', `/api/public/conferences/${slug}/orders`, { on, body: { seats } });
   assertStatus(answer, 202);
   assert.equal(answer.headers.location, `/api/orders/${answer.body.orderId}`);
+  assert.deepEqual(Object.keys(answer.body).sort(), ['orderId', 'orderToken']);
+  orderTokens.set(answer.body.orderId, answer.body.orderToken);
   return answer.body.orderId;
 }
 
@@ -302,21 +318,35 @@ describe('conference owners', () => {
     const mine = await createConference();
     const theirs = await createConference();
     const seatTypeId = await createSeatType(mine, { name: 'General', price: 10, quantity: 1 });
-    const expired = signOwnerToken({ conferenceId: mine.id, exp: Date.now() - 1000 }, Buffer.from(SECRET));
-    const forged = signOwnerToken({ conferenceId: mine.id, exp: Date.now() + 60_000 }, Buffer.from('other'));
+    const { code } = verifyOwnerToken(mine.token, Buffer.from(SECRET), Date.now()) ?? { code: '' };
+    const expired = signOwnerToken(
+      { conferenceId: mine.id, exp: Date.now() - 1000, code },
+      Buffer.from(SECRET),
+    );
+    const forged = signOwnerToken(
+      { conferenceId: mine.id, exp: Date.now() + 60_000, code },
+      Buffer.from('other'),
+    );
+    const otherCode = signOwnerToken(
+      { conferenceId: mine.id, exp: Date.now() + 60_000, code: `${code}x` },
+      Buffer.from(SECRET),
+    );
     const [payload, signature] = mine.token.split('.') as [string, string];
-    const tampered = `${Buffer.from(JSON.stringify({ conferenceId: theirs.id, exp: Date.now() + 60_000 })).toString('base64url')}.${signature}`;
+    const tampered = `${Buffer.from(JSON.stringify({ conferenceId: theirs.id, exp: Date.now() + 60_000, code })).toString('base64url')}.${signature}`;
     const owned = Object.values(operations).filter((operation) => 'owner' in operation && operation.owner);
-    assert.equal(owned.length, 7);
+    assert.equal(owned.length, 9);
     for (const operation of owned) {
-      const url = operation.path.replace('{id}', mine.id).replace('{seatTypeId}', seatTypeId);
+      const url = operation.path
+        .replace('{id}', mine.id)
+        .replace('{seatTypeId}', seatTypeId)
+        .replace('{orderId}', uuidv7());
       const body = operation.method === 'GET' ? undefined : {};
       const send = (token?: string) =>
         call(operation.method, url, { ...(token === undefined ? {} : { token }), body });
       const anonymous = await send();
       assertStatus(anonymous, 401);
       assert.equal(anonymous.headers['www-authenticate'], 'Bearer');
-      for (const token of ['garbage', `${payload}.`, expired, forged, tampered])
+      for (const token of ['garbage', `${payload}.`, expired, forged, tampered, otherCode])
         assertStatus(await send(token), 401);
       assertStatus(await send(theirs.token), 403);
     }
@@ -511,7 +541,7 @@ describe('registrants', () => {
       `/api/orders/find?email=${encodeURIComponent('ANN.LEE@example.com')}&accessCode=${reserved.accessCode}`,
     );
     assertStatus(found, 200);
-    assert.deepEqual(found.body, confirmed);
+    assert.deepEqual(found.body, { orderId, orderToken: orderTokens.get(orderId) });
 
     const seatsUrl = `/api/orders/${orderId}/assignments`;
     await api.system.waitFor(() => api.system.queries.assignments(orderId), 10_000);
@@ -711,13 +741,13 @@ describe('registrants', () => {
   });
 
   test('GET /api/orders/:id: unknown ids answer 404, a bad wait 400', async () => {
-    assertStatus(await call('GET', `/api/orders/${uuidv7()}`), 404);
-    assertStatus(await call('GET', `/api/orders/${uuidv7()}?wait=0.2`), 404);
+    assertStatus(await call('GET', `/api/orders/${unknownOrder()}`), 404);
+    assertStatus(await call('GET', `/api/orders/${unknownOrder()}?wait=0.2`), 404);
     assertStatus(await call('GET', '/api/orders/not-an-id'), 404);
-    assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=soon`), 'wait');
-    assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=31`), 'wait');
-    assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=-1`), 'wait');
-    assertInvalid(await call('GET', `/api/orders/${uuidv7()}?wait=1&until=paid`), 'until');
+    assertInvalid(await call('GET', `/api/orders/${unknownOrder()}?wait=soon`), 'wait');
+    assertInvalid(await call('GET', `/api/orders/${unknownOrder()}?wait=31`), 'wait');
+    assertInvalid(await call('GET', `/api/orders/${unknownOrder()}?wait=-1`), 'wait');
+    assertInvalid(await call('GET', `/api/orders/${unknownOrder()}?wait=1&until=paid`), 'until');
     // Placing answers once the order can be read, so a GET without wait finds it.
     const { conference, general } = await openConference();
     const orderId = await placeOrder(conference.slug, [{ seatTypeId: general, quantity: 1 }]);
@@ -749,7 +779,7 @@ describe('registrants', () => {
     const find = (query: string) => call('GET', `/api/orders/find?${query}`);
     const found = await find(`email=${registrant.email}&accessCode=${accessCode}`);
     assertStatus(found, 200);
-    assert.equal(found.body.orderId, orderId);
+    assert.deepEqual(found.body, { orderId, orderToken: orderTokens.get(orderId) });
     for (const other of otherCodes(accessCode))
       assertStatus(await find(`email=${registrant.email}&accessCode=${other}`), 404);
     assertStatus(await find(`email=bob@example.com&accessCode=${accessCode}`), 404);
@@ -802,6 +832,8 @@ describe('the API document and errors', () => {
       '/api/conferences/{id}/publish',
       '/api/conferences/{id}/unpublish',
       '/api/conferences/{id}/orders',
+      '/api/conferences/{id}/access-code',
+      '/api/conferences/{id}/orders/{orderId}/registrant',
       '/api/conferences/{id}/seat-types',
       '/api/conferences/{id}/seat-types/{seatTypeId}',
       '/api/public/conferences/{slug}',
@@ -858,7 +890,7 @@ describe('the API document and errors', () => {
       const answer = await call('POST', seats, { token, body: { ...valid, [field]: value } });
       assert.equal(assertInvalid(answer, field), `${field} must be ${type}.`);
     }
-    const order = `/api/orders/${uuidv7()}`;
+    const order = `/api/orders/${unknownOrder()}`;
     assert.equal(
       assertInvalid(
         await call('PUT', `${order}/registrant`, { body: { ...registrant, firstName: ['Ann'] } }),
@@ -882,7 +914,7 @@ describe('the API document and errors', () => {
     const broken = await startApi();
     await broken.system.stop();
     try {
-      const answer = await call('GET', `/api/orders/${uuidv7()}`, { on: broken });
+      const answer = await call('GET', `/api/orders/${unknownOrder()}`, { on: broken });
       assert.equal(answer.status, 500);
       assert.deepEqual(answer.body, { error: 'Internal server error.' });
     } finally {

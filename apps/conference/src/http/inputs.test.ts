@@ -12,6 +12,7 @@ import { uuidv7 } from '@stratus/core';
 import { postgresForSuite } from '@stratus/testkit';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { ConferenceSystem } from '../app/system.js';
+import { InjectBrowser } from './fixtures/browser.js';
 import { startTestServer, type TestServer } from './fixtures/test-server.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-inputs-'));
@@ -21,8 +22,13 @@ after(async () => {
   rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
 });
 
+// One client sends every conference and order here: the abuse limits are abuse.test.ts's.
 const backends = [
-  { name: 'the embedded default (SQLite)', skip: false, env: () => ({ STRATUS_DATA_DIR: directory }) },
+  {
+    name: 'the embedded default (SQLite)',
+    skip: false,
+    env: () => ({ STRATUS_DATA_DIR: directory, RATE_LIMITS: 'off' }),
+  },
   {
     name: 'PostgreSQL',
     skip: postgres.skip,
@@ -30,6 +36,7 @@ const backends = [
       DATABASE_URL: postgres.url as string,
       DATABASE_SCHEMA: 'conference_inputs',
       OWNER_TOKEN_SECRET: 'a secret every web process shares, 32+ bytes',
+      RATE_LIMITS: 'off',
       PAYMENTS: 'simulated',
     }),
   },
@@ -94,7 +101,10 @@ for (const backend of backends) {
       assert.match(response.body, message, what);
     }
 
-    /** A published conference with a free seat type (API), its owner token and owner site URL. */
+    /**
+     * A published conference with a free seat type (API), its owner token, its owner site URL and a browser signed
+     * in to it.
+     */
     async function openConference() {
       const slug = newSlug();
       const created = await json('POST', '/api/conferences', { ...details, ...owner, slug });
@@ -115,27 +125,38 @@ for (const backend of backends) {
         return view?.seatTypes[0]?.available === 50 ? true : undefined;
       }, 10_000);
       assert.equal(counted, true, 'the seats reached the availability view');
-      return { id, slug, token, seatTypeId: seat.json().id as string, base: `/manage/${slug}/${accessCode}` };
+      const ownerBrowser = new InjectBrowser(app);
+      const signedIn = await ownerBrowser.post('/manage/sign-in', { slug, accessCode });
+      assert.equal(signedIn.statusCode, 303, signedIn.body);
+      return { id, slug, token, seatTypeId: seat.json().id as string, base: `/manage/${slug}`, ownerBrowser };
     }
 
-    /** A free order of one seat, reserved. */
+    /** A free order of one seat, reserved: its id and token. */
     async function reservedOrder(conference: { slug: string; seatTypeId: string }) {
       const placed = await json('POST', `/api/public/conferences/${conference.slug}/orders`, {
         seats: [{ seatTypeId: conference.seatTypeId, quantity: 1 }],
       });
       assert.equal(placed.statusCode, 202, placed.body);
-      const { orderId } = placed.json();
-      assert.equal((await json('GET', `/api/orders/${orderId}?wait=10`)).json().status, 'reserved');
-      return orderId as string;
+      const { orderId, orderToken } = placed.json();
+      const order = await json('GET', `/api/orders/${orderId}?wait=10`, undefined, orderToken);
+      assert.equal(order.json().status, 'reserved');
+      return { orderId: orderId as string, orderToken: orderToken as string };
     }
 
     /** A free order of one seat, confirmed, with its seat assignments in the view. */
     async function confirmedOrder(conference: { slug: string; seatTypeId: string }) {
-      const orderId = await reservedOrder(conference);
-      assert.equal((await json('PUT', `/api/orders/${orderId}/registrant`, person)).statusCode, 204);
-      assert.equal((await json('POST', `/api/orders/${orderId}/payment`)).statusCode, 200);
+      const order = await reservedOrder(conference);
+      const { orderId, orderToken } = order;
+      assert.equal(
+        (await json('PUT', `/api/orders/${orderId}/registrant`, person, orderToken)).statusCode,
+        204,
+      );
+      assert.equal(
+        (await json('POST', `/api/orders/${orderId}/payment`, undefined, orderToken)).statusCode,
+        200,
+      );
       assert.ok(await system.waitFor(() => system.queries.assignments(orderId), 10_000), 'assignments');
-      return orderId as string;
+      return order;
     }
 
     test('a conference with NUL, an unpaired surrogate or a control character in any text answers 400', async () => {
@@ -168,9 +189,14 @@ for (const backend of backends) {
 
     test('every other route and form that takes text refuses it with a 400', async () => {
       const conference = await openConference();
-      const { id, slug, token, seatTypeId, base } = conference;
-      const orderId = await confirmedOrder(conference);
-      const reserved = await reservedOrder(conference);
+      const { id, slug, token, seatTypeId, base, ownerBrowser } = conference;
+      const confirmed = await confirmedOrder(conference);
+      const { orderId } = confirmed;
+      const { orderId: reserved, orderToken: reservedToken } = await reservedOrder(conference);
+      // A registrant's browser, holding both orders' tokens as placing or finding them would have given it.
+      const registrant = new InjectBrowser(app);
+      registrant.setCookie(`order-${orderId}`, confirmed.orderToken, `/${slug}`);
+      registrant.setCookie(`order-${reserved}`, reservedToken, `/${slug}`);
       for (const [kind, text] of Object.entries(BAD_TEXT)) {
         const what = (route: string) => `${route} with ${kind}`;
         assertRefused(
@@ -204,12 +230,32 @@ for (const backend of backends) {
           what('owner login'),
         );
         assertRefused(
-          await json('PUT', `/api/orders/${orderId}/registrant`, { ...person, lastName: text }),
+          await json(
+            'PUT',
+            `/api/orders/${reserved}/registrant`,
+            { ...person, lastName: text },
+            reservedToken,
+          ),
           'lastName',
           what('registrant'),
         );
         assertRefused(
-          await json('PUT', `/api/orders/${orderId}/assignments/0`, { ...person, firstName: text }),
+          await json(
+            'PUT',
+            `/api/conferences/${id}/orders/${orderId}/registrant`,
+            { ...person, email: `ann${text}@example.com` },
+            token,
+          ),
+          'email',
+          what("owner's registrant change"),
+        );
+        assertRefused(
+          await json(
+            'PUT',
+            `/api/orders/${orderId}/assignments/0`,
+            { ...person, firstName: text },
+            confirmed.orderToken,
+          ),
           'firstName',
           what('attendee'),
         );
@@ -224,17 +270,22 @@ for (const backend of backends) {
       for (const [kind, text] of Object.entries(BAD_FORM_TEXT)) {
         const what = (route: string) => `${route} with ${kind}`;
         assertFormRefused(
-          await form(`${base}/edit`, { ...details, location: text }),
+          await ownerBrowser.post(`${base}/edit`, { ...details, location: text }),
           /control/,
           what('edit form'),
         );
         assertFormRefused(
-          await form(`${base}/seats`, { name: text, description: 'd', quantity: '1', price: '1' }),
+          await ownerBrowser.post(`${base}/seats`, {
+            name: text,
+            description: 'd',
+            quantity: '1',
+            price: '1',
+          }),
           /control/,
           what('seat form'),
         );
         assertFormRefused(
-          await form(`${base}/seats/${seatTypeId}`, {
+          await ownerBrowser.post(`${base}/seats/${seatTypeId}`, {
             name: 'General',
             description: text,
             quantity: '1',
@@ -249,12 +300,17 @@ for (const backend of backends) {
           what('locate form'),
         );
         assertFormRefused(
+          await form('/manage/sign-in', { slug, accessCode: `AB${text}` }),
+          /control/,
+          what('sign-in form'),
+        );
+        assertFormRefused(
           await form(`/${slug}/order/find`, { email: person.email, accessCode: `AB${text}` }),
           /control/,
           what('find order form'),
         );
         assertFormRefused(
-          await form(`/${slug}/registrant`, {
+          await registrant.post(`/${slug}/registrant`, {
             orderId: reserved,
             orderVersion: '0',
             ...person,
@@ -265,7 +321,7 @@ for (const backend of backends) {
           what('registrant form'),
         );
         assertFormRefused(
-          await form(`/${slug}/order/${orderId}/seats`, {
+          await registrant.post(`/${slug}/order/${orderId}/seats`, {
             firstName_0: 'Bo',
             lastName_0: text,
             email_0: 'bo@example.com',
@@ -307,17 +363,61 @@ for (const backend of backends) {
         '120',
       );
       assert.equal(await system.queries.conferenceBySlug(middling), undefined);
-      for (const slug of ['Upper', 'with space', 'dot.ted', 'ünï', 'manage', 'api', 'a'.repeat(51)]) {
+      for (const slug of [
+        'Upper',
+        'with space',
+        'dot.ted',
+        'ünï',
+        'manage',
+        'api',
+        'sign-in',
+        'a'.repeat(51),
+      ]) {
         assertRefused(await json('POST', '/api/conferences', { ...details, ...owner, slug }), 'slug', slug);
         assertFormRefused(await form('/manage/create', { ...details, ...owner, slug }), /slug/, slug);
       }
       // The longest slug is reachable on both sites.
       const longest = `${newSlug()}-`.padEnd(50, 'z');
-      const created = await form('/manage/create', { ...details, ...owner, slug: longest });
+      const creator = new InjectBrowser(app);
+      const created = await creator.post('/manage/create', { ...details, ...owner, slug: longest });
       assert.equal(created.statusCode, 303, created.body);
-      const ownerPage = await app.inject({ method: 'GET', url: created.headers.location as string });
+      const ownerPage = await creator.get(created.headers.location as string);
       assert.equal(ownerPage.statusCode, 200);
       assert.equal((await app.inject({ method: 'GET', url: `/${longest}` })).statusCode, 200);
+    });
+
+    test("the owner's sign-in form and a new order's form are read through their schemas", async () => {
+      const { slug, seatTypeId } = await openConference();
+      const signIn = (fields: Record<string, string>) => form('/manage/sign-in', fields);
+      assertFormRefused(
+        await signIn({ slug: 'a'.repeat(101), accessCode: 'ABCDEF' }),
+        /slug must be at most 100 characters long/,
+        'a 101-character slug',
+      );
+      assertFormRefused(
+        await signIn({ slug: 'dot.ted', accessCode: 'ABCDEF' }),
+        /slug can only contain letters, digits, hyphens and underscores/,
+        'a slug of other characters',
+      );
+      assertFormRefused(
+        await signIn({ slug, accessCode: 'A'.repeat(33) }),
+        /accessCode must be at most 32 characters long/,
+        'a 33-character access code',
+      );
+      const browser = new InjectBrowser(app);
+      const registerForm = (await browser.get(`/${slug}/register`)).body;
+      const field = (name: string) =>
+        new RegExp(`name="${name}" value="([^"]*)"`).exec(registerForm)?.[1] ?? '';
+      const orderId = field('orderId');
+      const posted = await browser.post(`/${slug}/register`, {
+        orderId,
+        orderToken: field('orderToken').padEnd(65, 'x'),
+        orderVersion: '0',
+        [`q_${seatTypeId}`]: '1',
+      });
+      assert.equal(posted.statusCode, 400, posted.body.slice(0, 300));
+      assert.match(posted.body, /The registration form is not valid\./);
+      assert.equal(await system.queries.order(orderId), undefined, 'no order was placed');
     });
 
     test('a path naming no possible slug is 404, never 500', async () => {
@@ -325,7 +425,9 @@ for (const backend of backends) {
         '/%00',
         '/a%00b/register',
         '/%1B/order/find',
+        '/manage/%00',
         '/manage/%00/ABCDEF',
+        '/manage/%00/edit',
         '/api/public/conferences/%00',
       ]) {
         const response = await app.inject({ method: 'GET', url });

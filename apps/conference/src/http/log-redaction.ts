@@ -1,7 +1,7 @@
 /**
- * What the logs must not hold: the owner site's access code (a path segment: /manage/{slug}/{accessCode}), e-mail
- * addresses and access codes in query strings (GET /api/orders/find?email=&accessCode=), tokens, secrets, and the
- * Authorization and Cookie headers. pino's redaction censors such fields wherever they are logged; the request
+ * What the logs must not hold: the owner's access code (a path segment of the old owner links, /manage/{slug}/
+ * {accessCode}, whose requests are not logged either), e-mail addresses and access codes in query strings
+ * (GET /api/orders/find?email=&accessCode=), tokens, secrets, and the Authorization and Cookie headers. pino's redaction censors such fields wherever they are logged; the request
  * serializer masks them inside each request's URL, and a message hook inside text (Fastify names an unknown route's
  * URL in its message). Masked values read `[redacted]`.
  */
@@ -11,6 +11,12 @@ const MASK = '[redacted]';
 /** Query parameters whose values are secret or personal, by name. */
 const SECRET_PARAMETER = /e-?mail|code|token|secret|password|key|auth/i;
 const EMAIL = /[^\s/?&=:;,'"<>@]+@[^\s/?&=:;,'"<>@]+/g;
+/**
+ * The second segment of /manage/{slug}/... when it is none of the owner's pages (pages/routes/owner-*.ts): an old
+ * link's access code, masked (those requests are not logged, but a message may name the URL).
+ */
+const OLD_OWNER_LINK =
+  /^(\/manage\/[^/]+\/)(?!(?:edit|publish|unpublish|access-code|seats|orders|sign-out)(?:\/|$))[^/]+/;
 /** Fields censored wherever they appear in a logged object (at the top or one level down). */
 const SECRET_FIELDS = [
   'email',
@@ -40,8 +46,8 @@ function hasEmail(text: string): boolean {
 export function redactUrl(url: string): string {
   const queryAt = url.indexOf('?');
   const path = (queryAt === -1 ? url : url.slice(0, queryAt))
-    // The access code is the owner's password: /manage/{slug}/{accessCode}/...
-    .replace(/^(\/manage\/[^/]+\/)[^/]+/, `$1${MASK}`)
+    // The access code is the owner's password: the old links /manage/{slug}/{accessCode}/... carried it.
+    .replace(OLD_OWNER_LINK, `$1${MASK}`)
     .split('/')
     .map((segment) => (hasEmail(segment) ? MASK : segment))
     .join('/');

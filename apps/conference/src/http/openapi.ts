@@ -6,6 +6,7 @@
  * Request schemas stay within what Fastify's Ajv (draft-07) compiles; response schemas are documentation only and
  * use OpenAPI 3.1 (JSON Schema 2020-12) nullable types.
  */
+import type { RateLimitKind } from './limits/abuse-limits.js';
 import { apiInputs } from './schemas/inputs.js';
 import { arrayOf, date, type JsonSchema, nullable, object, price, uuid } from './schemas/json-schema.js';
 
@@ -33,6 +34,17 @@ export const schemas = {
   OwnerSession: object({
     token: { type: 'string', description: 'Send it as `Authorization: Bearer <token>`.' },
     conferenceId: uuid,
+  }),
+  AccessCodeRotated: object({
+    accessCode: {
+      type: 'string',
+      description: 'The new access code: the old one no longer opens the conference.',
+    },
+    token: {
+      type: 'string',
+      description:
+        "A new owner token: tokens signed for the old code (this one's too) are no longer accepted.",
+    },
   }),
   OwnerConference: object({
     id: uuid,
@@ -78,6 +90,14 @@ export const schemas = {
     ),
   }),
   OrderAccepted: object({ orderId: uuid }),
+  OrderAccess: object({
+    orderId: uuid,
+    orderToken: {
+      type: 'string',
+      description:
+        "The order's token: send it as `Authorization: Bearer <orderToken>` to every /api/orders/{orderId} route.",
+    },
+  }),
   Order: object({
     orderId: uuid,
     conferenceId: uuid,
@@ -142,6 +162,10 @@ export interface ApiOperation {
   readonly tag: 'Owner' | 'Registration' | 'Payments' | 'Documentation';
   /** Needs the owner's bearer token for the conference `{id}`. */
   readonly owner?: boolean;
+  /** Needs the order's token for `{orderId}` as a bearer token (else 404). */
+  readonly order?: boolean;
+  /** Counts against this rate limit of the client (429 past it). */
+  readonly limit?: RateLimitKind;
   readonly body?: SchemaName;
   readonly query?: SchemaName;
   readonly responses: Readonly<Record<number, ApiResponse>>;
@@ -158,6 +182,7 @@ export const operations = {
     path: '/api/conferences',
     summary: 'Create a conference (unpublished); the answer carries the owner access code.',
     tag: 'Owner',
+    limit: 'conferences',
     body: 'NewConference',
     responses: {
       201: { description: 'Created.', schema: 'ConferenceCreated' },
@@ -169,10 +194,14 @@ export const operations = {
     path: '/api/owner/login',
     summary: "Log in as a conference's owner with the owner e-mail and the conference access code.",
     tag: 'Owner',
+    limit: 'signIn',
     body: 'OwnerLogin',
     responses: {
       200: { description: 'A bearer token for the conference.', schema: 'OwnerSession' },
       401: { description: 'No conference has this owner e-mail and access code.' },
+      429: {
+        description: 'Too many log-ins from this client, or too many wrong codes for this e-mail or client.',
+      },
     },
   },
   getConference: {
@@ -208,6 +237,15 @@ export const operations = {
     owner: true,
     responses: { 204: noContent },
   },
+  rotateAccessCode: {
+    method: 'POST',
+    path: '/api/conferences/{id}/access-code',
+    summary:
+      'Replace the access code with a new random one; the old code and the tokens signed for it stop working.',
+    tag: 'Owner',
+    owner: true,
+    responses: { 200: { description: 'The new access code and owner token.', schema: 'AccessCodeRotated' } },
+  },
   conferenceOrders: {
     method: 'GET',
     path: '/api/conferences/{id}/orders',
@@ -215,6 +253,16 @@ export const operations = {
     tag: 'Owner',
     owner: true,
     responses: { 200: { description: 'The orders.', schema: 'ConferenceOrders' } },
+  },
+  ownerAssignRegistrant: {
+    method: 'PUT',
+    path: '/api/conferences/{id}/orders/{orderId}/registrant',
+    summary:
+      'Change the registrant of an order of the conference, even a confirmed one (only its owner can then).',
+    tag: 'Owner',
+    owner: true,
+    body: 'PersonalInfo',
+    responses: { 204: noContent },
   },
   createSeatType: {
     method: 'POST',
@@ -244,30 +292,45 @@ export const operations = {
   placeOrder: {
     method: 'POST',
     path: '/api/public/conferences/{slug}/orders',
-    summary: 'Order seats (Asynchronous Request-Reply: poll the order at Location until it is not pending).',
+    summary:
+      'Order seats (Asynchronous Request-Reply: poll the order at Location, with its token, until it is not pending).',
     tag: 'Registration',
+    limit: 'orders',
     body: 'SeatSelection',
     responses: {
       202: {
-        description: 'Accepted: the seats are being reserved.',
-        schema: 'OrderAccepted',
+        description:
+          'Accepted: the seats are being reserved. Keep the order token: the order answers only to it.',
+        schema: 'OrderAccess',
         headers: { Location: { description: 'The order: /api/orders/{orderId}.' } },
+      },
+      429: {
+        description:
+          'Too many orders from this client, or it holds the most orders or seats of this conference one client may.',
       },
     },
   },
   findOrder: {
     method: 'GET',
     path: '/api/orders/find',
-    summary: "Find an order by its registrant's e-mail and the order access code.",
+    summary: "Find an order by its registrant's e-mail and the order access code: answers the order's token.",
     tag: 'Registration',
+    limit: 'orderLookup',
     query: 'FindOrderQuery',
-    responses: { 200: { description: 'The order.', schema: 'Order' } },
+    responses: {
+      200: { description: 'The order and its token.', schema: 'OrderAccess' },
+      404: { description: 'No order has this registrant e-mail and access code.' },
+      429: {
+        description: 'Too many look-ups from this client, or too many wrong codes for this e-mail or client.',
+      },
+    },
   },
   getOrder: {
     method: 'GET',
     path: '/api/orders/{orderId}',
     summary: 'An order; with `wait`, answers once it is no longer pending (or when the wait is over).',
     tag: 'Registration',
+    order: true,
     query: 'OrderQuery',
     responses: { 200: { description: 'The order.', schema: 'Order' } },
   },
@@ -276,6 +339,7 @@ export const operations = {
     path: '/api/orders/{orderId}/seats',
     summary: 'Change the seats of the order (reserved again asynchronously).',
     tag: 'Registration',
+    order: true,
     body: 'SeatSelection',
     responses: {
       202: {
@@ -284,21 +348,25 @@ export const operations = {
         headers: { Location: { description: 'The order: /api/orders/{orderId}.' } },
       },
       409: { description: 'The order is confirmed or expired.' },
+      429: { description: 'More seats than one client may hold of this conference.' },
     },
   },
   assignRegistrant: {
     method: 'PUT',
     path: '/api/orders/{orderId}/registrant',
-    summary: 'Name the person who registers (and pays).',
+    summary:
+      'Name the person who registers (and pays); once the order is confirmed, only the owner can change it.',
     tag: 'Registration',
+    order: true,
     body: 'PersonalInfo',
-    responses: { 204: noContent },
+    responses: { 204: noContent, 409: { description: 'The order is confirmed.' } },
   },
   startPayment: {
     method: 'POST',
     path: '/api/orders/{orderId}/payment',
     summary: 'Pay for a reserved order, or confirm it at once when it is free of charge.',
     tag: 'Payments',
+    order: true,
     responses: {
       200: { description: 'The order was free and is confirmed.', schema: 'OrderConfirmed' },
       201: { description: 'A payment at the (simulated) processor.', schema: 'PaymentInitiated' },
@@ -340,6 +408,7 @@ export const operations = {
     path: '/api/orders/{orderId}/assignments',
     summary: 'The seats of a confirmed order and who attends on each.',
     tag: 'Registration',
+    order: true,
     responses: { 200: { description: 'The seats.', schema: 'SeatAssignments' } },
   },
   assignSeat: {
@@ -347,6 +416,7 @@ export const operations = {
     path: '/api/orders/{orderId}/assignments/{position}',
     summary: 'Name the attendee of a seat.',
     tag: 'Registration',
+    order: true,
     body: 'PersonalInfo',
     responses: { 204: noContent },
   },
@@ -355,6 +425,7 @@ export const operations = {
     path: '/api/orders/{orderId}/assignments/{position}',
     summary: 'Leave a seat without attendee.',
     tag: 'Registration',
+    order: true,
     responses: { 204: noContent },
   },
   openApi: {
@@ -402,6 +473,18 @@ function parametersOf(operation: ApiOperation): object[] {
   return [...inPath, ...inQuery];
 }
 
+/** What a 429 answer carries (the abuse limits: README). */
+const RATE_LIMITED_HEADERS = Object.fromEntries(
+  [
+    ['Retry-After', 'Seconds until the request can succeed.'],
+    ['RateLimit-Limit', 'The quota of the limit that refused.'],
+    ['RateLimit-Remaining', 'What is left of it (0).'],
+    ['RateLimit-Reset', 'Seconds until it is whole again.'],
+    ['RateLimit-Policy', 'The limit: name, quota (q) and window in seconds (w).'],
+    ['RateLimit', 'The limit: name, remaining (r) and seconds to reset (t).'],
+  ].map(([name, description]) => [name, { description, schema: { type: 'string' } }]),
+);
+
 function responsesOf(operation: ApiOperation): Record<string, object> {
   const responses: Record<string, object> = {};
   for (const [status, response] of Object.entries(operation.responses)) {
@@ -428,7 +511,15 @@ function responsesOf(operation: ApiOperation): Record<string, object> {
     responses['401'] ??= error('No valid owner token.');
     responses['403'] ??= error('The token is for another conference.');
   }
+  if (operation.order === true)
+    responses['404'] ??= error('No order has this id, or the order token is missing or wrong.');
   if (operation.path.includes('{')) responses['404'] ??= error('Nothing has this id (or slug).');
+  if (operation.limit !== undefined)
+    responses['429'] ??= { description: 'Too many requests from this client.' };
+  for (const [status, response] of Object.entries(responses)) {
+    if (status === '429')
+      responses[status] = { ...response, headers: RATE_LIMITED_HEADERS, ...json('Error') };
+  }
   return responses;
 }
 
@@ -447,6 +538,7 @@ export function openApiDocument(): object {
       ...(operation.body === undefined ? {} : { requestBody: { required: true, ...json(operation.body) } }),
       responses: responsesOf(operation),
       ...(operation.owner === true ? { security: [{ ownerToken: [] }] } : {}),
+      ...(operation.order === true ? { security: [{ orderToken: [] }] } : {}),
     };
   }
   return {
@@ -458,7 +550,8 @@ export function openApiDocument(): object {
         'Conference owners manage conferences and seat types; registrants order seats, pay and assign them. ' +
         'Prices are decimal currency units; every 400 answer is `{ error, fields }`. Every text field has a ' +
         '`maxLength` (in characters) and a `pattern`: no control characters (a description may hold tabs and line ' +
-        'breaks) and no unpaired UTF-16 surrogates.',
+        'breaks) and no unpaired UTF-16 surrogates. An order answers only to its token; abuse limits answer 429 ' +
+        'with Retry-After.',
     },
     paths,
     components: {
@@ -468,6 +561,12 @@ export function openApiDocument(): object {
           type: 'http',
           scheme: 'bearer',
           description: 'The token of POST /api/owner/login, valid for one conference.',
+        },
+        orderToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'The orderToken of placing the order or of GET /api/orders/find, valid for that order: without it, 404.',
         },
       },
     },

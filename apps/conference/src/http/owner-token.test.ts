@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
-import { OWNER_SECRET_FILE, ownerTokenSecret, signOwnerToken, verifyOwnerToken } from './owner-token.js';
+import { isOrderToken, orderToken } from './order-token.js';
+import { OWNER_SECRET_FILE, ownerTokenFor, ownerTokenSecret, verifyOwnerToken } from './owner-token.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-owner-token-'));
 after(() => rmSync(directory, { recursive: true, force: true }));
@@ -23,11 +24,13 @@ describe('the owner token secret', () => {
     const first = ownerTokenSecret({ ownerTokenSecret: undefined, dataDir });
     assert.ok(first.length >= 32);
     assert.equal(statSync(join(dataDir, OWNER_SECRET_FILE)).mode & 0o777, 0o600);
-    const token = signOwnerToken({ conferenceId: 'c1', exp: 2_000 }, first);
-    // A restart reads the same secret: the owner's token still holds.
+    const token = ownerTokenFor('c1', 'ABC123', 2_000, first);
+    const order = orderToken('o1', first);
+    // A restart reads the same secret: the owner's token and the order's still hold.
     const again = ownerTokenSecret({ ownerTokenSecret: undefined, dataDir });
     assert.deepEqual(again, first);
     assert.equal(verifyOwnerToken(token, again, 1_000)?.conferenceId, 'c1');
+    assert.ok(isOrderToken('o1', order, again));
     assert.notDeepEqual(
       ownerTokenSecret({ ownerTokenSecret: undefined, dataDir: join(directory, 'other') }),
       first,

@@ -2,6 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ConferenceConfig } from '../app/config.js';
 import type { ConferenceSystem } from '../app/system.js';
 import { apiRoutes } from './api.js';
+import { abuseLimitsFor } from './limits/abuse-limits.js';
 import { logOptions } from './log-redaction.js';
 import { metricsAccess, operationsRoutes } from './operations.js';
 import { pageRoutes } from './pages/index.js';
@@ -31,6 +32,8 @@ export async function buildServer(
     keepAliveTimeout: config.keepAliveTimeoutMs,
     // Node checks the request and headers timeouts every connectionsCheckingInterval (30 s by default).
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // The abuse limits key on the client's address: behind proxies, TRUST_PROXY says whose X-Forwarded-For to believe.
+    trustProxy: config.trustProxy,
   };
   const logger = options.logger ?? true;
   const app: FastifyInstance =
@@ -43,7 +46,8 @@ export async function buildServer(
   securityHeaders(app);
   await app.register(operationsRoutes, { system, metrics: metricsAccess(config) });
   if (config.role === 'worker') return app;
-  await app.register(apiRoutes, { system });
-  await app.register(pageRoutes, { system });
+  const limits = abuseLimitsFor(system);
+  await app.register(apiRoutes, { system, limits });
+  await app.register(pageRoutes, { system, limits });
   return app;
 }

@@ -1,8 +1,8 @@
 /**
  * The conference read model (the Journey's ConferenceViewModelGenerator): one document per conference with its seat
- * types and how many seats of each are still available, plus one per slug and one per owner login, so each lookup
- * reads a document by id (which readers can cache until it changes), and a summary of each published conference,
- * so the public list reads a page of them, never every conference. The runner
+ * types and how many seats of each are still available, plus one per slug (read by id, which readers can cache until
+ * it changes), one per conference found by its owner login (e-mail and current access code), and a summary of each
+ * published conference, so the public list reads a page of them, never every conference. The runner
  * applies each event exactly once (the position commits with the documents), so the Journey's version guards
  * against duplicates are not needed here.
  */
@@ -60,7 +60,7 @@ export interface ConferenceSlugView {
   readonly conferenceId: string;
 }
 
-/** Finds a conference by its owner's e-mail and access code. */
+/** Finds a conference by its owner's e-mail and access code (its lookup, `ownerLoginId`; the id is the conference's). */
 export interface OwnerLoginView {
   readonly conferenceId: string;
 }
@@ -118,15 +118,23 @@ function relist(session: DocumentSession, view: ConferenceView): void {
   } else if (session.get(PUBLISHED_CONFERENCE, id) !== undefined) session.delete(PUBLISHED_CONFERENCE, id);
 }
 
+/** The conference's owner login, found by the owner's e-mail and the current access code only. */
+function putOwnerLogin(session: DocumentSession, view: ConferenceView): void {
+  const login: OwnerLoginView = { conferenceId: view.id };
+  session.put(OWNER_LOGIN, view.id, login, ownerLoginId(view.owner.email, view.accessCode));
+}
+
 export const conferenceView: DocumentProjectionDefinition = {
   name: 'conferences',
-  // 2: slug documents; 3: the published conferences' summaries.
-  version: 3,
+  // 2: slug documents. 3: owner logins by conference, found by e-mail and code (the code can change); or (a parallel
+  // 3) the published conferences' summaries. 4: both.
+  version: 4,
   eventTypes: [
     'ConferenceCreated',
     'ConferenceUpdated',
     'ConferencePublished',
     'ConferenceUnpublished',
+    'AccessCodeRotated',
     'SeatCreated',
     'SeatUpdated',
     'SeatDeleted',
@@ -138,13 +146,10 @@ export const conferenceView: DocumentProjectionDefinition = {
     const id = conferenceIdOf(event as ViewEvent);
     const keys: DocumentKey[] = [{ collection: CONFERENCE, id }];
     if (LISTED.has(event.type)) keys.push({ collection: PUBLISHED_CONFERENCE, id });
-    if (event.type === 'ConferenceCreated') {
-      const { owner, accessCode, slug } = event.data as { owner: Owner; accessCode: string; slug: string };
-      keys.push(
-        { collection: CONFERENCE_SLUG, id: slug },
-        { collection: OWNER_LOGIN, id: ownerLoginId(owner.email, accessCode) },
-      );
-    }
+    if (event.type === 'ConferenceCreated')
+      keys.push({ collection: CONFERENCE_SLUG, id: (event.data as { slug: string }).slug });
+    if (event.type === 'ConferenceCreated' || event.type === 'AccessCodeRotated')
+      keys.push({ collection: OWNER_LOGIN, id });
     return keys;
   },
   apply(recorded, session) {
@@ -166,9 +171,7 @@ export const conferenceView: DocumentProjectionDefinition = {
         };
         session.put(CONFERENCE, id, view, slug);
         session.put(CONFERENCE_SLUG, slug, { conferenceId } satisfies ConferenceSlugView);
-        session.put(OWNER_LOGIN, ownerLoginId(owner.email, accessCode), {
-          conferenceId,
-        } satisfies OwnerLoginView);
+        putOwnerLogin(session, view);
         return;
       }
       case 'ConferenceUpdated': {
@@ -188,6 +191,12 @@ export const conferenceView: DocumentProjectionDefinition = {
           session,
           update(session, id, (view) => ({ ...view, isPublished: false })),
         );
+      case 'AccessCodeRotated':
+        return update(session, id, (view) => {
+          const next = { ...view, accessCode: event.data.accessCode };
+          putOwnerLogin(session, next);
+          return next;
+        });
       case 'SeatCreated': {
         const { seatTypeId, name, description, priceCents, quantity } = event.data;
         return update(session, id, (view) => ({

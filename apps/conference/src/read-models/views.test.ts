@@ -102,9 +102,22 @@ describe('conference view', () => {
     assert.equal(conference?.isPublished, false);
     assert.deepEqual(view.find<ConferenceView>(CONFERENCE, 'cqrs27').length, 1);
     assert.deepEqual(view.get(CONFERENCE_SLUG, 'cqrs27'), { conferenceId: 'c1' });
-    assert.deepEqual(view.get(OWNER_LOGIN, ownerLoginId('ann@example.COM', 'ABC123')), {
-      conferenceId: 'c1',
+    assert.deepEqual(view.find(OWNER_LOGIN, ownerLoginId('ann@example.COM', 'ABC123')), [
+      { conferenceId: 'c1' },
+    ]);
+  });
+
+  test('a rotated access code replaces the old one: the owner login finds the conference by the new one only', () => {
+    const view = harness(conferenceView);
+    view.given('conference-c1', created, {
+      type: 'AccessCodeRotated',
+      data: { conferenceId: 'c1', accessCode: 'XYZ789' },
     });
+    assert.equal(view.get<ConferenceView>(CONFERENCE, 'c1')?.accessCode, 'XYZ789');
+    assert.deepEqual(view.find(OWNER_LOGIN, ownerLoginId('ann@example.com', 'ABC123')), []);
+    assert.deepEqual(view.find(OWNER_LOGIN, ownerLoginId('ann@example.com', 'XYZ789')), [
+      { conferenceId: 'c1' },
+    ]);
   });
 
   test('updates details and toggles publishing; wasEverPublished sticks', () => {

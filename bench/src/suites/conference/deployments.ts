@@ -45,6 +45,11 @@ const CONFIG_VARIABLES = [
   'BACKGROUND_THREAD',
   'OWNER_TOKEN_SECRET',
   'LOG_LEVEL',
+  'RATE_LIMITS',
+  'TRUST_PROXY',
+  'PAYMENTS',
+  'PAYMENTS_WEBHOOK_SECRET',
+  'PAYMENTS_ALLOW_SIMULATED',
 ];
 
 const live = new Set<ChildProcess>();
@@ -90,6 +95,10 @@ export class AppProcess {
       OWNER_TOKEN_SECRET,
       // A log line per request would be measured too; warnings and errors still go to stdout.
       LOG_LEVEL: 'warn',
+      // The generator places every order from one address: the app's abuse limits would refuse most of them.
+      RATE_LIMITS: 'off',
+      // Registrants pay at the simulated processor, which runs only on the embedded default unless asked for.
+      PAYMENTS: 'simulated',
     });
     // stdout carries the app's log (pino, warn level here): discarded, or kept in STRATUS_BENCH_APP_LOG_DIR (an
     // existing directory) as <role>-<port>.log. STRATUS_BENCH_APP_NODE_ARGS adds flags to every app process (e.g.

@@ -4,7 +4,8 @@
  * the latencies instead of hiding: no coordinated omission).
  *
  * A registration, all over the HTTP API:
- *   POST /api/public/conferences/:slug/orders (one seat of each of the two types) → 202 {orderId}
+ *   POST /api/public/conferences/:slug/orders (one seat of each of the two types) → 202 {orderId, orderToken}
+ *   (every /api/orders/:id request below carries the order token as its bearer token)
  *   GET /api/orders/:id every `windowPollMs` until it answers the order with its total (priced)  ← the window
  *   PUT /api/orders/:id/registrant → 204
  *   GET /api/orders/:id?wait=10 until the order is `reserved`
@@ -121,11 +122,16 @@ export async function runRate(
     method: 'GET' | 'POST' | 'PUT',
     path: string,
     body?: unknown,
+    token?: string,
   ): Promise<Answer> => {
     const left = deadline - performance.now();
     if (left <= 0) return Promise.reject(new DeadlineReached());
     requests++;
-    return target.client.send(method, path, { body, timeoutMs: left });
+    return target.client.send(method, path, {
+      body,
+      timeoutMs: left,
+      ...(token === undefined ? {} : { token }),
+    });
   };
 
   const register = async (target: Target, scheduled: number, state: Registration): Promise<void> => {
@@ -141,12 +147,15 @@ export async function runRate(
         seats: target.seatTypeIds.map((seatTypeId) => ({ seatTypeId, quantity: 1 })),
       });
       if (placed.status !== 202) throw unexpected(placed);
-      const orderId = String((placed.body as { orderId?: unknown }).orderId);
-      const orderPath = `/api/orders/${orderId}`;
+      const { orderId, orderToken } = placed.body as { orderId?: unknown; orderToken?: unknown };
+      const orderPath = `/api/orders/${String(orderId)}`;
+      // The order answers only to its token.
+      const onOrder = (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown) =>
+        call(target, method, path, body, String(orderToken));
 
       state.step = 'priced order';
       for (;;) {
-        const answer = await call(target, 'GET', orderPath);
+        const answer = await onOrder('GET', orderPath);
         if (answer.status === 200 && (answer.body as { total?: number }).total === ORDER_TOTAL) break;
         if (answer.status !== 200 && answer.status !== 404) throw unexpected(answer);
         await wait(settings.windowPollMs);
@@ -154,7 +163,7 @@ export async function runRate(
       state.window = performance.now() - scheduled;
 
       state.step = 'registrant';
-      const named = await call(target, 'PUT', `${orderPath}/registrant`, {
+      const named = await onOrder('PUT', `${orderPath}/registrant`, {
         firstName: 'Ada',
         lastName: 'Bench',
         email: 'ada@bench.example',
@@ -165,7 +174,7 @@ export async function runRate(
       for (;;) {
         const seconds = Math.min(settings.reserveWaitSeconds, (deadline - performance.now()) / 1000);
         if (seconds <= 0) throw new DeadlineReached();
-        const answer = await call(target, 'GET', `${orderPath}?wait=${seconds.toFixed(3)}`);
+        const answer = await onOrder('GET', `${orderPath}?wait=${seconds.toFixed(3)}`);
         if (answer.status !== 200) throw unexpected(answer);
         const status = (answer.body as { status?: string }).status;
         if (status === 'reserved') break;
@@ -173,7 +182,7 @@ export async function runRate(
       }
 
       state.step = 'payment';
-      const payment = await call(target, 'POST', `${orderPath}/payment`);
+      const payment = await onOrder('POST', `${orderPath}/payment`);
       if (payment.status !== 201) throw unexpected(payment);
       const paymentId = String((payment.body as { paymentId?: unknown }).paymentId);
       state.step = 'accept payment';
@@ -185,8 +194,7 @@ export async function runRate(
         const seconds = Math.min(settings.reserveWaitSeconds, (deadline - performance.now()) / 1000);
         if (seconds <= 0) throw new DeadlineReached();
         // The server answers once the order is confirmed (or can no longer be): no polling.
-        const answer = await call(
-          target,
+        const answer = await onOrder(
           'GET',
           `${orderPath}?wait=${seconds.toFixed(3)}&until=confirmed,rejected,expired`,
         );

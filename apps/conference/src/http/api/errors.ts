@@ -4,9 +4,10 @@
  */
 import type { FastifySchemaValidationError } from 'fastify';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
+import { TooManyRequestsError } from '../limits/too-many-requests.js';
 import { fieldProblems } from '../schemas/messages.js';
 
-/** An answer other than the domain's errors (401, 403); `challenge` asks for a bearer token. */
+/** An answer other than the domain's errors and the abuse limits' (401, 403); `challenge` asks for a bearer token. */
 export class HttpError extends Error {
   readonly statusCode: number;
   readonly challenge: boolean;
@@ -24,6 +25,7 @@ export function errorResponse(error: unknown): { status: number; body: object } 
   if (error instanceof ConflictError || error instanceof InvalidOperationError)
     return { status: 409, body: { error: error.message } };
   if (error instanceof HttpError) return { status: error.statusCode, body: { error: error.message } };
+  if (error instanceof TooManyRequestsError) return { status: 429, body: { error: error.message } };
   if (typeof error === 'object' && error !== null) {
     const { validation, statusCode, message } = error as {
       validation?: FastifySchemaValidationError[];

@@ -1,10 +1,21 @@
-/** The owner's operations on a conference: create it, show and change its details, publish it, list its orders. */
+/**
+ * The owner's operations on a conference: create it, show and change its details, publish it, rotate its access
+ * code, list its orders and change an order's registrant.
+ */
 import type { ConferenceSystem } from '../../app/system.js';
 import type { Conference } from '../../domain/conference.js';
-import type { ConferenceDetails } from '../../domain/contracts.js';
+import type { ConferenceDetails, PersonalInfo } from '../../domain/contracts.js';
+import { NotFoundError } from '../../domain/errors.js';
 import { fromCents } from '../../domain/pricing.js';
 import type { ConferenceView } from '../../read-models/conference-view.js';
-import { assignedSeats, type Handlers, seatTypeNames, settle, uuidParam } from './support.js';
+import {
+  assignedSeats,
+  assignRegistrant,
+  type Handlers,
+  seatTypeNames,
+  settle,
+  uuidParam,
+} from './support.js';
 
 interface NewConferenceBody {
   readonly name: string;
@@ -26,10 +37,16 @@ type ConferenceHandlers = Pick<
   | 'updateConference'
   | 'publishConference'
   | 'unpublishConference'
+  | 'rotateAccessCode'
   | 'conferenceOrders'
+  | 'ownerAssignRegistrant'
 >;
 
-export function ownerConferenceHandlers(system: ConferenceSystem): ConferenceHandlers {
+export function ownerConferenceHandlers(
+  system: ConferenceSystem,
+  /** A new owner token for the conference and its current access code. */
+  ownerToken: (conferenceId: string, accessCode: string) => string,
+): ConferenceHandlers {
   const { queries, management } = system;
   return {
     async createConference(request, reply) {
@@ -95,6 +112,23 @@ export function ownerConferenceHandlers(system: ConferenceSystem): ConferenceHan
       const conferenceId = uuidParam(request, 'id', 'Conference');
       await management.unpublish(conferenceId);
       await settle(system, async () => (await queries.conference(conferenceId))?.isPublished === false);
+      return reply.code(204).send();
+    },
+
+    async rotateAccessCode(request) {
+      const conferenceId = uuidParam(request, 'id', 'Conference');
+      const accessCode = await management.rotateAccessCode(conferenceId);
+      // The new token is checked against the read model's code: answer once it has the new one.
+      await settle(system, async () => (await queries.conference(conferenceId))?.accessCode === accessCode);
+      return { accessCode, token: ownerToken(conferenceId, accessCode) };
+    },
+
+    async ownerAssignRegistrant(request, reply) {
+      const conferenceId = uuidParam(request, 'id', 'Conference');
+      const orderId = uuidParam(request, 'orderId', 'Order');
+      if ((await queries.order(orderId))?.conferenceId !== conferenceId)
+        throw new NotFoundError('Order', orderId);
+      await assignRegistrant(system, orderId, request.body as PersonalInfo, true);
       return reply.code(204).send();
     },
 

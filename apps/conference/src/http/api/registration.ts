@@ -1,6 +1,7 @@
 /**
  * The registrant's operations up to payment: see a published conference, order seats (the reservation stays
  * asynchronous: 202 + Location, then GET with `?wait=`), change them, name the registrant, find or read the order.
+ * Placing or finding an order answers its token, which every operation on the order requires (api.ts).
  */
 import { uuidv7 } from '@stratus/core';
 import type { ConferenceSystem } from '../../app/system.js';
@@ -9,9 +10,12 @@ import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { fromCents } from '../../domain/pricing.js';
 import type { ConferenceView } from '../../read-models/conference-view.js';
 import { ORDER, type OrderView } from '../../read-models/order-view.js';
+import type { AbuseLimits } from '../limits/abuse-limits.js';
+import { orderToken } from '../order-token.js';
 import { isSlugParam } from '../schemas/text.js';
 import {
   assertOpen,
+  assignRegistrant,
   existingOrder,
   type Handlers,
   param,
@@ -29,8 +33,13 @@ type RegistrationHandlers = Pick<
   'publicConference' | 'placeOrder' | 'findOrder' | 'getOrder' | 'changeSeats' | 'assignRegistrant'
 >;
 
-export function registrationHandlers(system: ConferenceSystem): RegistrationHandlers {
+export function registrationHandlers(
+  system: ConferenceSystem,
+  limits: AbuseLimits,
+  secret: Buffer,
+): RegistrationHandlers {
   const { queries, commands, clock } = system;
+  const access = (orderId: string) => ({ orderId, orderToken: orderToken(orderId, secret) });
 
   async function publishedConference(slug: string): Promise<ConferenceView> {
     const view = isSlugParam(slug) ? await queries.conferenceBySlug(slug) : undefined;
@@ -88,18 +97,21 @@ export function registrationHandlers(system: ConferenceSystem): RegistrationHand
     async placeOrder(request, reply) {
       const conference = await publishedConference(param(request, 'slug'));
       const seats = selection(request.body as SeatSelectionBody, conference);
+      await limits.hold(conference.id, request.ip, 1, seatCount(seats));
       const orderId = uuidv7(clock.now());
       system.absent(ORDER, orderId);
       await commands.send('RegisterToConference', { orderId, conferenceId: conference.id, seats });
       await settle(system, async () => (await queries.order(orderId)) !== undefined);
-      return reply.code(202).header('location', `/api/orders/${orderId}`).send({ orderId });
+      return reply.code(202).header('location', `/api/orders/${orderId}`).send(access(orderId));
     },
 
     async findOrder(request) {
       const { email, accessCode } = request.query as { email: string; accessCode: string };
-      const order = await queries.findOrder(email, accessCode);
-      if (order === undefined) throw new NotFoundError('Order', `${email} ${accessCode}`);
-      return orderBody(order);
+      const order = await limits.checkCode(`order ${email.trim()}`, request.ip, () =>
+        queries.findOrder(email, accessCode),
+      );
+      if (order === undefined) throw new NotFoundError('Order', 'with this e-mail and access code');
+      return access(order.orderId);
     },
 
     async getOrder(request) {
@@ -131,6 +143,8 @@ export function registrationHandlers(system: ConferenceSystem): RegistrationHand
       const conference = await queries.conference(order.conferenceId);
       if (conference === undefined) throw new NotFoundError('Conference', order.conferenceId);
       const seats = selection(request.body as SeatSelectionBody, conference);
+      const requested = order.lines.reduce((sum, line) => sum + line.requested, 0);
+      await limits.hold(order.conferenceId, request.ip, 0, seatCount(seats) - requested);
       await commands.send('RegisterToConference', { orderId, conferenceId: order.conferenceId, seats });
       await settle(system, async () => (await orderVersion(orderId)) > order.version);
       return reply.code(202).header('location', `/api/orders/${orderId}`).send({ orderId });
@@ -138,13 +152,14 @@ export function registrationHandlers(system: ConferenceSystem): RegistrationHand
 
     async assignRegistrant(request, reply) {
       const orderId = uuidParam(request, 'orderId', 'Order');
-      const { firstName, lastName, email } = request.body as PersonalInfo;
-      const before = await orderVersion(orderId);
-      await commands.send('AssignRegistrantDetails', { orderId, firstName, lastName, email });
-      await settle(system, async () => (await orderVersion(orderId)) > before);
+      await assignRegistrant(system, orderId, request.body as PersonalInfo, false);
       return reply.code(204).send();
     },
   };
+}
+
+function seatCount(seats: readonly { readonly quantity: number }[]): number {
+  return seats.reduce((sum, seat) => sum + seat.quantity, 0);
 }
 
 /** The seats asked for, checked against the conference's seat types and the per-order limits. */

@@ -1,9 +1,10 @@
 /**
- * What the API's handlers share: the handler type, reading path parameters, settling writes, finding an order that
- * can still change, and seat names.
+ * What the API's handlers share: the handler type, reading path parameters and bearer tokens, settling writes,
+ * finding an order that can still change, naming its registrant, and seat names.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConferenceSystem } from '../../app/system.js';
+import type { PersonalInfo } from '../../domain/contracts.js';
 import { InvalidOperationError, NotFoundError } from '../../domain/errors.js';
 import type { ConferenceView } from '../../read-models/conference-view.js';
 import type { AssignmentsView, OrderView } from '../../read-models/order-view.js';
@@ -27,6 +28,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Waits (bounded) until the read models show a write. */
 export function settle(system: ConferenceSystem, check: () => Promise<boolean>): Promise<unknown> {
   return system.waitFor(async () => ((await check()) ? true : undefined), SETTLE_MS);
+}
+
+/** The bearer token of the Authorization header, if any. */
+export function bearerToken(request: FastifyRequest): string | undefined {
+  return /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')?.[1];
 }
 
 export function param(request: FastifyRequest, name: string): string {
@@ -65,4 +71,17 @@ export function assertOpen(order: OrderView, now: number): void {
   if (order.status === 'expired') throw new InvalidOperationError('The order has expired.');
   if (order.reservationExpiresAt !== null && order.reservationExpiresAt <= now)
     throw new InvalidOperationError('The reservation of this order has expired.');
+}
+
+/** Names the registrant of an order (`byOwner`: the owner, who may change a confirmed order's), once the view shows it. */
+export async function assignRegistrant(
+  system: ConferenceSystem,
+  orderId: string,
+  { firstName, lastName, email }: PersonalInfo,
+  byOwner: boolean,
+): Promise<void> {
+  const version = async () => (await system.queries.order(orderId))?.version ?? -1;
+  const before = await version();
+  await system.commands.send('AssignRegistrantDetails', { orderId, firstName, lastName, email, byOwner });
+  await settle(system, async () => (await version()) > before);
 }

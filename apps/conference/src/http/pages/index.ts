@@ -13,7 +13,7 @@
  *   GET  /[?after|before]                          published conferences, 20 a page (cursor: a conference id)
  *   GET  /{slug}                                   conference home ("Register", "Locate Registration")
  *   GET  /{slug}/register[?orderId]                choose seats (0..20 per type, "Sold out"); with orderId: re-choose
- *   POST /{slug}/register                          RegisterToConference → /{slug}/registrant
+ *   POST /{slug}/register                          RegisterToConference (sets the order's cookie) → /{slug}/registrant
  *   GET  /{slug}/registrant?orderId&orderVersion   checkout: seats, total, countdown, registrant form, payment method
  *   POST /{slug}/registrant                        AssignRegistrantDetails, then start the payment (as /pay)
  *   POST /{slug}/pay                               waits for the reservation: partial → register, free → ConfirmOrder,
@@ -22,22 +22,32 @@
  *   GET  /{slug}/third-party-payment-accept|reject?paymentId   Complete/CancelThirdPartyProcessorPayment
  *   GET  /{slug}/confirmation?orderId              "Thank you" with the order's access code
  *   GET  /{slug}/expired                           "Your order has expired"
- *   GET|POST /{slug}/order/find                    find an order by e-mail and access code
+ *   GET|POST /{slug}/order/find                    find an order by e-mail and access code (sets its cookie)
  *   GET  /{slug}/order/{orderId}                   "Registration details"
  *   GET|POST /{slug}/order/{orderId}/seats         "Assign Seats" (AssignSeat / UnassignSeat)
  *   GET|POST /payment                              the simulated third-party payment processor (accept / reject)
  *
- * Owner (management) site:
+ * An order's pages (those taking an orderId, and POST /{slug}/pay) need the order's token in its cookie, else 404.
+ *
+ * Owner (management) site (`create`, `locate` and `sign-in` are reserved: no conference has those slugs):
  *   GET  /manage                                   "Contoso Conference Management Portal"
+ *   GET|POST /manage/sign-in[?slug]                sign in with slug and access code (401 "Invalid access code.")
  *   GET|POST /manage/locate                        log in with e-mail and access code
- *   GET|POST /manage/create                        create a conference → /manage/{slug}/{accessCode}
- *   GET  /manage/{slug}/{accessCode}               "Conference details" (401 "Invalid access code." on a wrong code)
- *   GET|POST /manage/{slug}/{accessCode}/edit
- *   POST /manage/{slug}/{accessCode}/publish | /unpublish
- *   GET|POST /manage/{slug}/{accessCode}/seats     seat types; POST creates one
- *   GET|POST /manage/{slug}/{accessCode}/seats/{seatTypeId}          edit a seat type
- *   POST /manage/{slug}/{accessCode}/seats/{seatTypeId}/delete       (only while never published)
- *   GET  /manage/{slug}/{accessCode}/orders        "Orders & Attendees"
+ *   GET|POST /manage/create                        create a conference → /manage/{slug}, signed in
+ *   GET  /manage/{slug}                            "Conference details" (without the owner's session → sign-in)
+ *   GET|POST /manage/{slug}/edit
+ *   POST /manage/{slug}/publish | /unpublish
+ *   POST /manage/{slug}/access-code                rotate the access code (the old one and its sessions end)
+ *   POST /manage/{slug}/sign-out
+ *   GET|POST /manage/{slug}/seats                  seat types; POST creates one
+ *   GET|POST /manage/{slug}/seats/{seatTypeId}     edit a seat type
+ *   POST /manage/{slug}/seats/{seatTypeId}/delete  (only while never published)
+ *   GET  /manage/{slug}/orders                     "Orders & Attendees"
+ *   GET|POST /manage/{slug}/{accessCode}[/...]     the old links: → the sign-in form (not logged)
+ *
+ * The owner's pages need the owner's session: a cookie under /manage/{slug} that signing in, logging in or creating
+ * the conference sets. Sign-ins, look-ups, new orders and new conferences count against the abuse limits
+ * (limits/abuse-limits.ts): past them the answer is a 429 page with Retry-After.
  *
  * Register it with `await app.register(pageRoutes, { system })`. Errors a page did not handle become an HTML page:
  * 400 for input the domain rejects, 404, 409 for a state that does not allow the action, 500 only for a real fault.
@@ -46,17 +56,26 @@ import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../../app/system.js';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
+import { type AbuseLimits, abuseLimitsFor } from '../limits/abuse-limits.js';
+import { addRateLimitFields } from '../limits/rate-limit-fields.js';
+import { TooManyRequestsError } from '../limits/too-many-requests.js';
+import { secretOption } from '../owner-token.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 import { ownerSite } from './owner-site.js';
 import { publicSite } from './public-site.js';
-import { sendPage } from './support.js';
+import { SiteAccess } from './site-access.js';
+import { type Site, sendPage } from './support.js';
 
 export { OWNER_TEXT } from './views/owner-page.js';
 export { PUBLIC_TEXT } from './views/public-text.js';
 
 export interface PageRoutesOptions {
   readonly system: ConferenceSystem;
+  /** The abuse limits, shared with the API; default: as the system's configuration sets them. */
+  readonly limits?: AbuseLimits;
+  /** The HMAC key of owner sessions and order tokens; default the configured one, else the data directory's. */
+  readonly ownerTokenSecret?: string;
 }
 
 function statusOf(error: unknown): number {
@@ -72,6 +91,7 @@ export async function pageRoutes(app: FastifyInstance, options: PageRoutesOption
   app.setErrorHandler((error, request, reply) => {
     const status = statusOf(error);
     if (status >= 500) request.log.error({ err: error }, 'page failed');
+    if (error instanceof TooManyRequestsError) addRateLimitFields(reply, error.headers);
     const text =
       status >= 500 ? 'Something went wrong. Please try again.' : (error as Error).message || 'Bad request.';
     const title = status >= 500 ? 'Error' : 'Sorry';
@@ -81,6 +101,13 @@ export async function pageRoutes(app: FastifyInstance, options: PageRoutesOption
       page({ site: 'public', title, body: html`<h1>${title}</h1><p class="error" role="alert">${text}</p>` }),
     );
   });
-  await app.register(publicSite, { system: options.system });
-  await app.register(ownerSite, { system: options.system });
+  const { system } = options;
+  const secret = secretOption(options.ownerTokenSecret, system.config);
+  const site: Site = {
+    system,
+    access: new SiteAccess(secret, system.clock),
+    limits: options.limits ?? abuseLimitsFor(system),
+  };
+  await app.register(publicSite, { site });
+  await app.register(ownerSite, { site });
 }

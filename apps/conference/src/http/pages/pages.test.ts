@@ -1,45 +1,43 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify';
-import { configFromEnv } from '../../app/config.js';
-import { type ConferenceSystem, startConferenceSystem } from '../../app/system.js';
+import type { FastifyInstance } from 'fastify';
+import type { ConferenceSystem } from '../../app/system.js';
+import { InjectBrowser, placeSiteOrder, REGISTRANT_FIELDS } from '../fixtures/browser.js';
+import { startWebApp, type WebApp } from '../fixtures/web-app.js';
+import { orderToken } from '../order-token.js';
+import { ownerTokenSecret } from '../owner-token.js';
 import { paymentWebhookRoute } from '../payment-callbacks.js';
 import { escapeHtml, html, raw } from './html.js';
 import { OWNER_TEXT, PUBLIC_TEXT, pageRoutes } from './index.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'conference-pages-'));
+let web: WebApp;
 let system: ConferenceSystem;
 let app: FastifyInstance;
 
 before(async () => {
-  system = await startConferenceSystem(configFromEnv({ STRATUS_DATA_DIR: directory }));
-  app = Fastify({ logger: false });
-  await app.register(pageRoutes, { system });
-  // The simulated processor calls the app back at the API's webhook.
-  await app.register(async (scope) => paymentWebhookRoute(scope, system));
-  await app.ready();
-});
-
-after(async () => {
-  await app?.close();
-  await system?.stop();
-  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
-});
-
-function post(url: string, fields: Record<string, string>): Promise<LightMyRequestResponse> {
-  return app.inject({
-    method: 'POST',
-    url,
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams(fields).toString(),
+  // These tests create many conferences and orders from one client: the abuse limits are tested apart.
+  web = await startWebApp({ RATE_LIMITS: 'off' }, async (instance, started) => {
+    await instance.register(pageRoutes, { system: started });
+    // The simulated processor calls the app back at the API's webhook.
+    await instance.register(async (scope) => paymentWebhookRoute(scope, started));
   });
-}
+  ({ system, app } = web);
+  browser = new InjectBrowser(app);
+});
 
-const get = (url: string) => app.inject({ method: 'GET', url });
+after(() => web?.close());
+
+/** The browser of these tests, which keeps the sites' cookies; `anonymous` has none. */
+let browser: InjectBrowser;
+const post = (url: string, fields: Record<string, string>) => browser.post(url, fields);
+const get = (url: string) => browser.get(url);
+const anonymous = () => new InjectBrowser(app);
+
+/** Gives the browser an order's token, as placing the order on the site would have. */
+function holdOrder(slug: string, orderId: string): void {
+  browser.setCookie(`order-${orderId}`, orderToken(orderId, ownerTokenSecret(system.config)), `/${slug}`);
+}
 
 function field(body: string, name: string): string {
   const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(body);
@@ -69,8 +67,10 @@ async function createConference(): Promise<{ slug: string; base: string; accessC
   });
   assert.equal(response.statusCode, 303);
   const base = response.headers.location as string;
-  const accessCode = base.split('/')[3] ?? '';
-  assert.equal(base, `/manage/${slug}/${accessCode}`);
+  assert.equal(base, `/manage/${slug}`);
+  // Creating signs the owner in: the details show the access code, which is in no URL.
+  const accessCode = /id="access-code">([^<]+)</.exec((await get(base)).body)?.[1] ?? '';
+  assert.match(accessCode, /^\w{6}$/);
   return { slug, base, accessCode };
 }
 
@@ -140,7 +140,7 @@ describe('owner site', () => {
     assert.match(index.body, new RegExp(`Access Code.*${accessCode}`, 's'));
     assert.match(index.body, /Olga Owner/);
     assert.match(index.body, /All about &lt;server-rendered&gt; pages/, 'user text is escaped');
-    const wrong = await get(`/manage/${slug}/XXXXXX`);
+    const wrong = await anonymous().post('/manage/sign-in', { slug, accessCode: 'XXXXXX' });
     assert.equal(wrong.statusCode, 401);
     assert.match(wrong.body, /Invalid access code\./);
     const taken = await post('/manage/create', {
@@ -151,7 +151,7 @@ describe('owner site', () => {
     });
     assert.equal(taken.statusCode, 409);
     assert.match(taken.body, new RegExp(OWNER_TEXT.slugTaken));
-    const unknown = await get('/manage/no_such_conference/ABCDEF');
+    const unknown = await get('/manage/no_such_conference');
     assert.equal(unknown.statusCode, 404);
   });
 
@@ -260,19 +260,31 @@ describe('public site', () => {
     assert.match(form.body, />Sold out</);
     assert.match(form.body, /Order now/);
     const orderId = field(form.body, 'orderId');
+    const orderToken = field(form.body, 'orderToken');
     const [general, gone] = view.seatTypes;
     assert.ok(general && gone);
-    const none = await post(`/${slug}/register`, { orderId, orderVersion: '0', [`q_${general.id}`]: '0' });
+    const none = await post(`/${slug}/register`, {
+      orderId,
+      orderToken,
+      orderVersion: '0',
+      [`q_${general.id}`]: '0',
+    });
     assert.equal(none.statusCode, 400);
     assert.match(none.body, /One or more items are required\./);
     const tooMany = await post(`/${slug}/register`, {
       orderId,
+      orderToken,
       orderVersion: '0',
       [`q_${general.id}`]: '21',
     });
     assert.equal(tooMany.statusCode, 400);
     assert.match(tooMany.body, /Choose from 0 to 20 seats of each type\./);
-    const over = await post(`/${slug}/register`, { orderId, orderVersion: '0', [`q_${gone.id}`]: '2' });
+    const over = await post(`/${slug}/register`, {
+      orderId,
+      orderToken,
+      orderVersion: '0',
+      [`q_${gone.id}`]: '2',
+    });
     assert.equal(over.statusCode, 200);
     assert.ok(over.body.includes(PUBLIC_TEXT.partiallyFulfilled));
     const badId = await post(`/${slug}/register`, {
@@ -291,12 +303,9 @@ describe('public site', () => {
     ]);
     const [general, workshop] = view.seatTypes;
     assert.ok(general && workshop);
-    const orderId = field((await get(`/${slug}/register`)).body, 'orderId');
-    const registered = await post(`/${slug}/register`, {
-      orderId,
-      orderVersion: '0',
-      [`q_${general.id}`]: '2',
-      [`q_${workshop.id}`]: '1',
+    const { orderId, response: registered } = await placeSiteOrder(browser, slug, {
+      [general.id]: 2,
+      [workshop.id]: 1,
     });
     assert.equal(registered.statusCode, 303);
     assert.equal(registered.headers.location, `/${slug}/registrant?orderId=${orderId}&orderVersion=0`);
@@ -392,16 +401,14 @@ describe('public site', () => {
 
   test('a rejected payment goes back to checkout with a notice', async () => {
     const { slug, view } = await publishedConference([['General', '10', 5]]);
-    const orderId = uuidv7();
-    const seat = view.seatTypes[0]?.id ?? '';
-    await post(`/${slug}/register`, { orderId, orderVersion: '0', [`q_${seat}`]: '1' });
+    const { orderId, response: registered } = await placeSiteOrder(browser, slug, {
+      [view.seatTypes[0]?.id ?? '']: 1,
+    });
+    assert.equal(registered.statusCode, 303);
     const paying = await post(`/${slug}/registrant`, {
       orderId,
       orderVersion: '0',
-      firstName: 'Ann',
-      lastName: 'Lee',
-      email: 'ann@example.com',
-      confirmEmail: 'ann@example.com',
+      ...REGISTRANT_FIELDS,
       paymentType: 'thirdParty',
     });
     const paymentId = new URL(paying.headers.location as string, 'http://x').searchParams.get('paymentId');
@@ -417,19 +424,13 @@ describe('public site', () => {
 
   test('a free order is confirmed without a payment', async () => {
     const { slug, view } = await publishedConference([['Community', '0', 5]]);
-    const orderId = uuidv7();
-    const seat = view.seatTypes[0]?.id ?? '';
-    await post(`/${slug}/register`, { orderId, orderVersion: '0', [`q_${seat}`]: '2' });
+    const { orderId, response: registered } = await placeSiteOrder(browser, slug, {
+      [view.seatTypes[0]?.id ?? '']: 2,
+    });
+    assert.equal(registered.statusCode, 303);
     const checkout = await get(`/${slug}/registrant?orderId=${orderId}&orderVersion=0`);
     assert.doesNotMatch(checkout.body, /Billing information/);
-    const done = await post(`/${slug}/registrant`, {
-      orderId,
-      orderVersion: '0',
-      firstName: 'Ann',
-      lastName: 'Lee',
-      email: 'ann@example.com',
-      confirmEmail: 'ann@example.com',
-    });
+    const done = await post(`/${slug}/registrant`, { orderId, orderVersion: '0', ...REGISTRANT_FIELDS });
     assert.equal(done.statusCode, 303);
     assert.equal(done.headers.location, `/${slug}/confirmation?orderId=${orderId}`);
     const thanks = await get(done.headers.location as string);
@@ -458,6 +459,7 @@ describe('public site', () => {
       conferenceId: view.id,
       seats: [{ seatTypeId: seat, quantity: 2 }],
     });
+    holdOrder(slug, second);
     const paying = await post(`/${slug}/pay`, {
       orderId: second,
       orderVersion: '0',
@@ -484,7 +486,7 @@ describe('public site', () => {
   test('bad ids and return URLs are 4xx, never 500', async () => {
     const { slug } = await publishedConference([['General', '10', 3]]);
     assert.equal((await get(`/${slug}/order/not-an-id`)).statusCode, 303);
-    assert.equal((await get(`/${slug}/order/${uuidv7()}/seats`)).statusCode, 303);
+    assert.equal((await get(`/${slug}/order/${uuidv7()}/seats`)).statusCode, 404);
     assert.equal((await get(`/${slug}/confirmation?orderId=zzz`)).statusCode, 400);
     assert.equal((await get(`/${slug}/third-party-payment?paymentId=zzz`)).statusCode, 400);
     // No GET settles a payment any more (finding 3): the old callbacks are gone.

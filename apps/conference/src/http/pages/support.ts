@@ -1,6 +1,17 @@
-/** What both sites share: reading form fields and query strings, ids, and sending pages and redirects. */
+/** What both sites share: their context, reading form fields and query strings, ids, and sending pages and redirects. */
 import type { FastifyReply } from 'fastify';
+import type { ConferenceSystem } from '../../app/system.js';
+import type { AbuseLimits } from '../limits/abuse-limits.js';
 import type { SafeHtml } from './html.js';
+import type { SiteAccess } from './site-access.js';
+
+/** What the sites' routes work with. */
+export interface Site {
+  readonly system: ConferenceSystem;
+  /** Order tokens and owner sessions, in cookies. */
+  readonly access: SiteAccess;
+  readonly limits: AbuseLimits;
+}
 
 /** Text fields of a parsed form body or query string (the first of repeated keys; anything else dropped). */
 export type Fields = Readonly<Record<string, string>>;

@@ -6,7 +6,7 @@
  */
 import { MAX_SEATS_PER_TYPE } from '../../domain/contracts.js';
 import { arrayOf, date, object, price, uuid } from './json-schema.js';
-import { email, line, lines, slug, TEXT_LIMITS } from './text.js';
+import { email, line, lines, slug, slugLookup, TEXT_LIMITS } from './text.js';
 
 const personalInfo = object({
   firstName: line(TEXT_LIMITS.name),
@@ -89,8 +89,15 @@ export const apiInputs = {
   },
 } as const;
 
-/** What only the sites take: the cursor of the conference list, and what the simulated payment processor is handed. */
+/**
+ * What only the sites take: the cursor of the conference list, the owner's sign-in form (slug and access code; the
+ * locate form is the API's OwnerLogin), the order of the registration form, and what the simulated payment processor
+ * is handed.
+ */
 export const siteInputs = {
+  OwnerSignIn: object({ slug: slugLookup, accessCode }),
+  /** The order of the registration form: a new one's id comes with its token (the seats are fields of their own). */
+  OrderForm: object({ orderId: uuid, orderToken: line(TEXT_LIMITS.orderToken) }, ['orderId']),
   ConferenceListQuery: object({ after: uuid, before: uuid }, []),
   /** The simulated processor's page: which payment. */
   ProcessorPayment: object({ paymentId: uuid }),

@@ -27,12 +27,17 @@ export const TEXT_LIMITS = {
   seatDescription: 250,
   /** Owner and order access codes (6 characters today). */
   accessCode: 32,
+  /** An order's token, as the registration form carries it for a new order (43 characters today). */
+  orderToken: 64,
   seatTypeId: 64,
 } as const;
 
 // Character classes written with escapes, so that the OpenAPI document shows them as such.
 const SINGLE_LINE = '^[^\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]*$';
 const MULTI_LINE = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\ud800-\\udfff]*$';
+
+const SLUG_LOOKUP = '^[\\w-]*$';
+const SLUG_LOOKUP_MAX_LENGTH = 100;
 
 /** What the failure of a pattern says, by pattern (the label names the field). */
 export const PATTERN_MESSAGES: Readonly<Record<string, (label: string) => string>> = {
@@ -41,6 +46,7 @@ export const PATTERN_MESSAGES: Readonly<Record<string, (label: string) => string
   [MULTI_LINE]: (label) =>
     `${label} must be text without control characters (but tabs and line breaks) or unpaired surrogates.`,
   [SLUG_CHARACTERS.source]: () => SLUG_CHARACTERS_MESSAGE,
+  [SLUG_LOOKUP]: (label) => `${label} can only contain letters, digits, hyphens and underscores.`,
 };
 
 const described = (schema: JsonSchema, description: string | undefined): JsonSchema =>
@@ -66,9 +72,22 @@ export const slug: JsonSchema = {
 };
 
 /**
- * Whether a path segment may name a conference: any slug the system accepts, or accepted before the rule above
- * (letters of either case, digits and underscores, up to 100). Anything else is simply not found, unread.
+ * A slug as the lookups take it (a path segment, the owner's sign-in form): any slug the system accepts, or accepted
+ * before the rule above (letters of either case, digits and underscores, up to 100).
  */
+export const slugLookup: JsonSchema = {
+  type: 'string',
+  maxLength: SLUG_LOOKUP_MAX_LENGTH,
+  pattern: SLUG_LOOKUP,
+  description: "A conference's slug (its code in the sites' URLs).",
+};
+
+/** Whether a path segment may name a conference (slugLookup). Anything else is simply not found, unread. */
 export function isSlugParam(value: string | undefined): value is string {
-  return value !== undefined && /^[\w-]{1,100}$/.test(value);
+  return (
+    value !== undefined &&
+    value !== '' &&
+    value.length <= SLUG_LOOKUP_MAX_LENGTH &&
+    new RegExp(SLUG_LOOKUP).test(value)
+  );
 }

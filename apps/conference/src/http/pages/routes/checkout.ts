@@ -4,21 +4,20 @@
  * reservation.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ConferenceSystem } from '../../../app/system.js';
 import { InvalidOperationError, NotFoundError, ValidationError } from '../../../domain/errors.js';
 import { personalInfoProblems } from '../../../domain/personal-info.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
 import type { OrderView } from '../../../read-models/order-view.js';
 import { readForm } from '../../schemas/forms.js';
 import { apiInputs } from '../../schemas/inputs.js';
-import { type Fields, fieldsOf, isId, seeOther, sendPage, wholeNumber } from '../support.js';
+import { type Fields, fieldsOf, isId, type Site, seeOther, sendPage, wholeNumber } from '../support.js';
 import { type CheckoutForm, checkoutPage } from '../views/checkout.js';
 import { completedOrderPage, orderUnknownPage } from '../views/order-status.js';
 import { messagePage } from '../views/public-page.js';
 import { PUBLIC_TEXT } from '../views/public-text.js';
 import { expiredUrl, registrantUrl } from '../views/public-urls.js';
 import { startPayment } from './payment.js';
-import { conferenceOf, holdOf, isExpired, waitForOrder } from './public-support.js';
+import { conferenceOf, holdOf, isExpired, mayOpenOrder, waitForOrder } from './public-support.js';
 
 /** The registrant of the form, and every problem with it: the schema's, the domain's, the e-mail confirmation. */
 function readRegistrant(values: Fields) {
@@ -31,7 +30,8 @@ function readRegistrant(values: Fields) {
   return { registrant, errors };
 }
 
-export function checkoutRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+export function checkoutRoutes(app: FastifyInstance, site: Site): void {
+  const { system } = site;
   const { commands, clock } = system;
 
   const renderCheckout = (
@@ -77,6 +77,7 @@ export function checkoutRoutes(app: FastifyInstance, system: ConferenceSystem): 
     const orderVersion = wholeNumber(query.orderVersion ?? '0', 0, Number.MAX_SAFE_INTEGER);
     if (!isId(query.orderId) || orderVersion === undefined)
       return sendPage(reply, 400, messagePage(conference, 'Registration', 'The order id is not valid.'));
+    if (!mayOpenOrder(site, request, reply, conference, query.orderId)) return reply;
     const order = await checkoutOrder(reply, conference, query.orderId, orderVersion);
     if (order === undefined) return reply;
     const notice = query.paymentRejected === undefined ? undefined : PUBLIC_TEXT.paymentRejected;
@@ -99,6 +100,7 @@ export function checkoutRoutes(app: FastifyInstance, system: ConferenceSystem): 
         400,
         messagePage(conference, 'Registration', 'The registrant form is not valid.'),
       );
+    if (!mayOpenOrder(site, request, reply, conference, orderId)) return reply;
     const { registrant, errors } = readRegistrant(values);
     if (Object.keys(errors).length > 0) {
       const order = await checkoutOrder(reply, conference, orderId, -1);

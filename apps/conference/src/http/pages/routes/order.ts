@@ -1,23 +1,29 @@
-/** After the order: the thank-you page, the expired page, finding an order, and the order's details. */
+/**
+ * After the order: the thank-you page, the expired page, finding an order (which hands its token to the browser),
+ * and the order's details (with the order's token only).
+ */
 import type { FastifyInstance } from 'fastify';
 import { settledAssignments } from '../../../app/queries.js';
-import type { ConferenceSystem } from '../../../app/system.js';
+import { addRateLimitFields } from '../../limits/rate-limit-fields.js';
 import { readForm } from '../../schemas/forms.js';
 import { apiInputs } from '../../schemas/inputs.js';
-import { fieldsOf, isId, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
+import { fieldsOf, isId, type Site, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { confirmationPage, findOrderPage, orderDetailsPage } from '../views/order.js';
 import { expiredPage } from '../views/order-status.js';
 import { messagePage } from '../views/public-page.js';
 import { PUBLIC_TEXT } from '../views/public-text.js';
-import { conferenceOf, orderOf, waitForOrder } from './public-support.js';
+import { conferenceOf, mayOpenOrder, orderOf, waitForOrder } from './public-support.js';
 
-export function orderRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+export function orderRoutes(app: FastifyInstance, site: Site): void {
+  const { system, access, limits } = site;
+
   app.get('/:slug/confirmation', async (request, reply) => {
     const conference = await conferenceOf(system, request.params, reply);
     if (conference === undefined) return reply;
     const { orderId } = fieldsOf(request.query);
     if (!isId(orderId))
       return sendPage(reply, 400, messagePage(conference, 'Registration', 'The order id is not valid.'));
+    if (!mayOpenOrder(site, request, reply, conference, orderId)) return reply;
     // The payment confirms the order through the process manager: give it the usual moment.
     const order =
       (await waitForOrder(system, conference, orderId, (candidate) => candidate.status === 'confirmed')) ??
@@ -42,6 +48,7 @@ export function orderRoutes(app: FastifyInstance, system: ConferenceSystem): voi
   app.post('/:slug/order/find', async (request, reply) => {
     const conference = await conferenceOf(system, request.params, reply);
     if (conference === undefined) return reply;
+    addRateLimitFields(reply, await limits.charge('orderLookup', request.ip));
     const { values, problems } = readForm(apiInputs.FindOrderQuery, fieldsOf(request.body));
     const { email, accessCode: code } = values;
     const problem = Object.values(problems)[0];
@@ -52,9 +59,13 @@ export function orderRoutes(app: FastifyInstance, system: ConferenceSystem): voi
         400,
         findOrderPage(conference, values, 'Enter the e-mail address and the order code.'),
       );
-    const order = await system.queries.findOrder(email, code);
-    if (order === undefined || order.conferenceId !== conference.id)
+    const order = await limits.checkCode(`order ${email}`, request.ip, async () => {
+      const found = await system.queries.findOrder(email, code);
+      return found?.conferenceId === conference.id ? found : undefined;
+    });
+    if (order === undefined)
       return sendPage(reply, 200, findOrderPage(conference, values, PUBLIC_TEXT.orderNotFound));
+    access.grantOrder(request, reply, conference.slug, order.orderId);
     return seeOther(reply, `/${conference.slug}/order/${order.orderId}`);
   });
 
@@ -62,7 +73,9 @@ export function orderRoutes(app: FastifyInstance, system: ConferenceSystem): voi
     const conference = await conferenceOf(system, request.params, reply);
     if (conference === undefined) return reply;
     const { orderId } = fieldsOf(request.params);
-    const order = isId(orderId) ? await orderOf(system, conference, orderId) : undefined;
+    if (!isId(orderId)) return seeOther(reply, `/${conference.slug}/order/find`);
+    if (!mayOpenOrder(site, request, reply, conference, orderId)) return reply;
+    const order = await orderOf(system, conference, orderId);
     if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
     const assignments = await settledAssignments(system, order, ['confirmed'], VIEW_WAIT_MS);
     return sendPage(reply, 200, orderDetailsPage(conference, order, assignments));

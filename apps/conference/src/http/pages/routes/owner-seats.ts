@@ -1,6 +1,5 @@
 /** The owner's seat type routes (list, add, edit, delete while never published) and the orders list. */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ConferenceSystem } from '../../../app/system.js';
 import {
   type Conference,
   type ConferenceSeatType,
@@ -12,7 +11,7 @@ import { toCents } from '../../../domain/pricing.js';
 import { readForm } from '../../schemas/forms.js';
 import { apiInputs } from '../../schemas/inputs.js';
 import { money } from '../layout.js';
-import { fieldsOf, isId, seeOther, sendPage } from '../support.js';
+import { fieldsOf, isId, type Site, seeOther, sendPage } from '../support.js';
 import { ordersPage } from '../views/owner-orders.js';
 import { manageUrl, ownerMessagePage } from '../views/owner-page.js';
 import { editSeatPage, seatTypesPage } from '../views/owner-seats.js';
@@ -57,18 +56,18 @@ function seatOf(conference: Conference, params: unknown): ConferenceSeatType | u
 const seatNotFound = (reply: FastifyReply) =>
   sendPage(reply, 404, ownerMessagePage('Not found', 'The seat type could not be found.'));
 
-export function ownerSeatRoutes(app: FastifyInstance, system: ConferenceSystem): void {
-  const { management, queries } = system;
+export function ownerSeatRoutes(app: FastifyInstance, site: Site): void {
+  const { management, queries } = site.system;
   const seatsUrl = (conference: Conference) => `${manageUrl(conference)}/seats`;
 
-  app.get('/manage/:slug/:accessCode/seats', async (request, reply) => {
-    const conference = await ownedConferenceOf(system, request.params, reply);
+  app.get('/manage/:slug/seats', async (request, reply) => {
+    const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
     return sendPage(reply, 200, seatTypesPage(conference, { values: {}, errors: {} }));
   });
 
-  app.post('/manage/:slug/:accessCode/seats', async (request, reply) => {
-    const conference = await ownedConferenceOf(system, request.params, reply);
+  app.post('/manage/:slug/seats', async (request, reply) => {
+    const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
     const { values, seat, errors } = readSeatForm(apiInputs.NewSeatType, request.body);
     if (Object.keys(errors).length > 0)
@@ -77,8 +76,8 @@ export function ownerSeatRoutes(app: FastifyInstance, system: ConferenceSystem):
     return seeOther(reply, seatsUrl(conference));
   });
 
-  app.get('/manage/:slug/:accessCode/seats/:seatTypeId', async (request, reply) => {
-    const conference = await ownedConferenceOf(system, request.params, reply);
+  app.get('/manage/:slug/seats/:seatTypeId', async (request, reply) => {
+    const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
     const seat = seatOf(conference, request.params);
     if (seat === undefined) return seatNotFound(reply);
@@ -91,8 +90,8 @@ export function ownerSeatRoutes(app: FastifyInstance, system: ConferenceSystem):
     return sendPage(reply, 200, editSeatPage(conference, seat, values, {}));
   });
 
-  app.post('/manage/:slug/:accessCode/seats/:seatTypeId', async (request, reply) => {
-    const conference = await ownedConferenceOf(system, request.params, reply);
+  app.post('/manage/:slug/seats/:seatTypeId', async (request, reply) => {
+    const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
     const seat = seatOf(conference, request.params);
     if (seat === undefined) return seatNotFound(reply);
@@ -103,8 +102,8 @@ export function ownerSeatRoutes(app: FastifyInstance, system: ConferenceSystem):
     return seeOther(reply, seatsUrl(conference));
   });
 
-  app.post('/manage/:slug/:accessCode/seats/:seatTypeId/delete', async (request, reply) => {
-    const conference = await ownedConferenceOf(system, request.params, reply);
+  app.post('/manage/:slug/seats/:seatTypeId/delete', async (request, reply) => {
+    const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
     const seat = seatOf(conference, request.params);
     if (seat === undefined) return seatNotFound(reply);
@@ -122,8 +121,8 @@ export function ownerSeatRoutes(app: FastifyInstance, system: ConferenceSystem):
     return seeOther(reply, seatsUrl(conference));
   });
 
-  app.get('/manage/:slug/:accessCode/orders', async (request, reply) => {
-    const conference = await ownedConferenceOf(system, request.params, reply);
+  app.get('/manage/:slug/orders', async (request, reply) => {
+    const conference = await ownedConferenceOf(site, request, reply);
     if (conference === undefined) return reply;
     const orders = await queries.ordersOfConference(conference.conferenceId);
     const rows = await Promise.all(

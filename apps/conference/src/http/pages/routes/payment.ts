@@ -13,10 +13,12 @@ import { simulatedProcessor } from '../../payment-callbacks.js';
 import { readForm } from '../../schemas/forms.js';
 import { siteInputs } from '../../schemas/inputs.js';
 import { money } from '../layout.js';
+import type { SiteAccess } from '../site-access.js';
 import { fieldsOf, isId, seeOther, sendPage, VIEW_WAIT_MS, wholeNumber } from '../support.js';
 import { completedOrderPage, paymentUnknownPage, reservationUnknownPage } from '../views/order-status.js';
 import { paymentProcessorPage } from '../views/payment.js';
 import { messagePage } from '../views/public-page.js';
+import { PUBLIC_TEXT } from '../views/public-text.js';
 import { confirmationUrl, expiredUrl, registerUrl, registrantUrl, withQuery } from '../views/public-urls.js';
 import { conferenceOf, isExpired, waitForOrder } from './public-support.js';
 
@@ -79,7 +81,7 @@ export async function startPayment(
   return seeOther(reply, withQuery(`/${conference.slug}/third-party-payment`, { paymentId }));
 }
 
-export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem, access: SiteAccess): void {
   const { queries } = system;
   const processor = simulatedProcessor(system, app);
   const message = (
@@ -96,6 +98,8 @@ export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem): v
     const orderVersion = wholeNumber(values.orderVersion ?? '0', 0, Number.MAX_SAFE_INTEGER);
     if (!isId(values.orderId) || orderVersion === undefined)
       return message(reply, 400, conference, 'The payment form is not valid.');
+    if (!access.hasOrder(request, values.orderId))
+      return message(reply, 404, conference, PUBLIC_TEXT.noSuchOrder);
     const paymentType = values.paymentType ?? 'thirdParty';
     return startPayment(system, reply, conference, { orderId: values.orderId, orderVersion, paymentType });
   });

@@ -1,10 +1,13 @@
-/** What the public site's routes share: the conference of the URL, waiting for an order, and an order's hold. */
-import type { FastifyReply } from 'fastify';
+/**
+ * What the public site's routes share: the conference of the URL, the order's token check, waiting for an order,
+ * and an order's hold.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConferenceSystem } from '../../../app/system.js';
 import type { ConferenceView } from '../../../read-models/conference-view.js';
 import type { OrderView } from '../../../read-models/order-view.js';
 import { isSlugParam } from '../../schemas/text.js';
-import { fieldsOf, sendPage, VIEW_WAIT_MS } from '../support.js';
+import { fieldsOf, type Site, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { type Hold, messagePage } from '../views/public-page.js';
 import { PUBLIC_TEXT } from '../views/public-text.js';
 
@@ -21,6 +24,22 @@ export async function conferenceOf(
     return undefined;
   }
   return conference;
+}
+
+/**
+ * Whether the request carries the token of order `orderId` (its cookie); else the 404 page is sent, as for an order
+ * that does not exist.
+ */
+export function mayOpenOrder(
+  site: Site,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  conference: ConferenceView,
+  orderId: string,
+): boolean {
+  if (site.access.hasOrder(request, orderId)) return true;
+  sendPage(reply, 404, messagePage(conference, 'Registration', PUBLIC_TEXT.noSuchOrder));
+  return false;
 }
 
 /** An order of this conference, waiting up to 5 s for one that satisfies `ready`. */

@@ -1,18 +1,24 @@
-/** Registration: choose seats (GET the form, POST it: RegisterToConference, then on to checkout). */
+/**
+ * Registration: choose seats (GET the form, POST it: RegisterToConference, then on to checkout). A new order's id is
+ * the server's: the form carries it with its token, which posting it hands to the browser (site-access.ts); an
+ * existing order can be changed with its token only.
+ */
 import { uuidv7 } from '@stratus/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ConferenceSystem } from '../../../app/system.js';
 import { MAX_SEATS_PER_TYPE } from '../../../domain/contracts.js';
 import { InvalidOperationError, ValidationError } from '../../../domain/errors.js';
 import type { ConferenceView, SeatTypeView } from '../../../read-models/conference-view.js';
 import type { OrderView } from '../../../read-models/order-view.js';
-import { fieldsOf, isId, seeOther, sendPage, wholeNumber } from '../support.js';
+import { addRateLimitFields } from '../../limits/rate-limit-fields.js';
+import { readForm } from '../../schemas/forms.js';
+import { siteInputs } from '../../schemas/inputs.js';
+import { fieldsOf, isId, type Site, seeOther, sendPage, wholeNumber } from '../support.js';
 import { completedOrderPage, orderUnknownPage } from '../views/order-status.js';
 import { messagePage } from '../views/public-page.js';
 import { PUBLIC_TEXT } from '../views/public-text.js';
 import { expiredUrl, registerUrl, registrantUrl } from '../views/public-urls.js';
 import { type RegisterForm, type RegisterLine, registerPage } from '../views/registration.js';
-import { conferenceOf, holdOf, isExpired, orderOf, waitForOrder } from './public-support.js';
+import { conferenceOf, holdOf, isExpired, mayOpenOrder, orderOf, waitForOrder } from './public-support.js';
 
 function registerLines(seatTypes: readonly SeatTypeView[], draft: OrderView | undefined): RegisterLine[] {
   return seatTypes.map((seat) => {
@@ -26,7 +32,8 @@ function registerLines(seatTypes: readonly SeatTypeView[], draft: OrderView | un
   });
 }
 
-export function registrationRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+export function registrationRoutes(app: FastifyInstance, site: Site): void {
+  const { system, access, limits } = site;
   const { queries, commands, clock } = system;
 
   function renderRegister(
@@ -49,14 +56,17 @@ export function registrationRoutes(app: FastifyInstance, system: ConferenceSyste
     const { orderId } = fieldsOf(request.query);
     const seatTypes = await queries.seatTypes(conference.id);
     if (orderId === undefined) {
+      const newOrderId = uuidv7(clock.now());
       const form = {
-        orderId: uuidv7(clock.now()),
+        orderId: newOrderId,
+        orderToken: access.orderToken(newOrderId),
         orderVersion: 0,
         lines: registerLines(seatTypes, undefined),
       };
       return renderRegister(reply, 200, conference, { ...form, errors: [] }, undefined);
     }
     if (!isId(orderId)) return message(reply, 400, conference, 'The order id is not valid.');
+    if (!mayOpenOrder(site, request, reply, conference, orderId)) return reply;
     const draft = await waitForOrder(system, conference, orderId, (order) => order.status !== 'pending');
     if (draft === undefined)
       return sendPage(reply, 200, orderUnknownPage(conference, registerUrl(conference, orderId)));
@@ -72,10 +82,16 @@ export function registrationRoutes(app: FastifyInstance, system: ConferenceSyste
     if (conference === undefined) return reply;
     if (!conference.isPublished) return message(reply, 404, conference, PUBLIC_TEXT.notOpen);
     const body = fieldsOf(request.body);
-    const orderId = body.orderId;
+    const { values, problems } = readForm(siteInputs.OrderForm, body);
+    const { orderId } = values;
     const orderVersion = wholeNumber(body.orderVersion ?? '0', 0, Number.MAX_SAFE_INTEGER);
-    if (!isId(orderId) || orderVersion === undefined)
+    if (Object.keys(problems).length > 0 || !isId(orderId) || orderVersion === undefined)
       return message(reply, 400, conference, 'The registration form is not valid.');
+    // The token of a new order comes with the form, an existing order's with the browser.
+    const orderToken = [access.orderTokenOf(request, orderId), values.orderToken].find((token) =>
+      access.isOrderToken(orderId, token),
+    );
+    if (orderToken === undefined) return message(reply, 404, conference, PUBLIC_TEXT.noSuchOrder);
     const draft = orderVersion > 0 ? await orderOf(system, conference, orderId) : undefined;
     if (draft !== undefined && isExpired(draft, clock.now()))
       return seeOther(reply, expiredUrl(conference, orderId));
@@ -103,12 +119,20 @@ export function registrationRoutes(app: FastifyInstance, system: ConferenceSyste
         line.selected = quantity;
       }
     }
-    const form = { orderId, orderVersion, lines, errors };
+    const form = { orderId, ...(draft === undefined ? { orderToken } : {}), orderVersion, lines, errors };
     if (badInput) return renderRegister(reply, 400, conference, form, draft);
     if (adjusted) return renderRegister(reply, 200, conference, form, draft);
     if (!lines.some((line) => line.selected > 0)) {
       errors.push(PUBLIC_TEXT.itemsRequired);
       return renderRegister(reply, 400, conference, form, draft);
+    }
+    const seats = lines.reduce((sum, line) => sum + line.selected, 0);
+    if (draft === undefined) {
+      addRateLimitFields(reply, await limits.charge('orders', request.ip));
+      await limits.hold(conference.id, request.ip, 1, seats);
+    } else {
+      const held = draft.lines.reduce((sum, line) => sum + line.requested, 0);
+      await limits.hold(conference.id, request.ip, 0, seats - held);
     }
     try {
       await commands.send('RegisterToConference', {
@@ -125,6 +149,7 @@ export function registrationRoutes(app: FastifyInstance, system: ConferenceSyste
         return message(reply, 409, conference, `The order can no longer be changed. ${error.message}`);
       throw error;
     }
+    access.grantOrder(request, reply, conference.slug, orderId);
     return seeOther(reply, registrantUrl(conference, orderId, draft?.version ?? 0));
   });
 }

@@ -1,7 +1,6 @@
 /** "Assign Seats" of a confirmed order: the form, and AssignSeat / UnassignSeat for what changed. */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { settledAssignments } from '../../../app/queries.js';
-import type { ConferenceSystem } from '../../../app/system.js';
 import type { PersonalInfo } from '../../../domain/contracts.js';
 import { NotFoundError, ValidationError } from '../../../domain/errors.js';
 import { personalInfoProblems } from '../../../domain/personal-info.js';
@@ -9,9 +8,9 @@ import type { ConferenceView } from '../../../read-models/conference-view.js';
 import type { AssignmentsView, OrderView } from '../../../read-models/order-view.js';
 import { readForm } from '../../schemas/forms.js';
 import { apiInputs } from '../../schemas/inputs.js';
-import { type Fields, fieldsOf, isId, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
+import { type Fields, fieldsOf, isId, type Site, seeOther, sendPage, VIEW_WAIT_MS } from '../support.js';
 import { assignSeatsPage } from '../views/seat-assignment.js';
-import { conferenceOf, orderOf } from './public-support.js';
+import { conferenceOf, mayOpenOrder, orderOf } from './public-support.js';
 
 type SeatChange = { position: number; attendee: PersonalInfo } | { position: number; attendee: null };
 
@@ -49,16 +48,21 @@ function seatChanges(assignments: AssignmentsView, values: Fields) {
   return { changes, errors };
 }
 
-export function seatAssignmentRoutes(app: FastifyInstance, system: ConferenceSystem): void {
+export function seatAssignmentRoutes(app: FastifyInstance, site: Site): void {
+  const { system } = site;
   const { queries, commands } = system;
 
+  /** The order and its assignments, or undefined when the page was sent (404 without the order's token). */
   async function assignmentsOf(
+    request: FastifyRequest,
+    reply: FastifyReply,
     conference: ConferenceView,
-    params: unknown,
     settling: readonly OrderView['status'][],
   ) {
-    const { orderId } = fieldsOf(params);
-    const order = isId(orderId) ? await orderOf(system, conference, orderId) : undefined;
+    const { orderId } = fieldsOf(request.params);
+    if (!isId(orderId)) return { order: undefined, assignments: undefined };
+    if (!mayOpenOrder(site, request, reply, conference, orderId)) return undefined;
+    const order = await orderOf(system, conference, orderId);
     if (order === undefined) return { order: undefined, assignments: undefined };
     return { order, assignments: await settledAssignments(system, order, settling, VIEW_WAIT_MS) };
   }
@@ -75,7 +79,9 @@ export function seatAssignmentRoutes(app: FastifyInstance, system: ConferenceSys
   app.get('/:slug/order/:orderId/seats', async (request, reply) => {
     const conference = await conferenceOf(system, request.params, reply);
     if (conference === undefined) return reply;
-    const { order, assignments } = await assignmentsOf(conference, request.params, ['confirmed', 'reserved']);
+    const found = await assignmentsOf(request, reply, conference, ['confirmed', 'reserved']);
+    if (found === undefined) return reply;
+    const { order, assignments } = found;
     if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
     if (assignments === undefined) return seeOther(reply, `/${conference.slug}/order/${order.orderId}`);
     return renderSeats(reply, 200, conference, assignments, undefined, {});
@@ -84,7 +90,9 @@ export function seatAssignmentRoutes(app: FastifyInstance, system: ConferenceSys
   app.post('/:slug/order/:orderId/seats', async (request, reply) => {
     const conference = await conferenceOf(system, request.params, reply);
     if (conference === undefined) return reply;
-    const { order, assignments } = await assignmentsOf(conference, request.params, ['confirmed']);
+    const found = await assignmentsOf(request, reply, conference, ['confirmed']);
+    if (found === undefined) return reply;
+    const { order, assignments } = found;
     if (order === undefined) return seeOther(reply, `/${conference.slug}/order/find`);
     if (assignments === undefined) return seeOther(reply, `/${conference.slug}/order/${order.orderId}`);
     const values = fieldsOf(request.body);

@@ -1,4 +1,4 @@
-/** The owner's pages about a conference: the portal's home, log in, create, details, edit. */
+/** The owner's pages about a conference: the portal's home, log in and sign in, create, details, edit. */
 import type { Conference } from '../../../domain/conference.js';
 import type { ConferenceDetails } from '../../../domain/contracts.js';
 import { type HtmlValue, html, type SafeHtml } from '../html.js';
@@ -20,7 +20,7 @@ export function ownerHomePage(): SafeHtml {
   return ownerPage(
     OWNER_TEXT.title,
     html`<h1>${OWNER_TEXT.title}</h1>
-<nav class="actions"><a class="button" href="/manage/locate">Log in</a><a class="button" href="/manage/create">Create Conference</a></nav>`,
+<nav class="actions"><a class="button" href="/manage/sign-in">Sign in</a><a class="button" href="/manage/locate">Log in by e-mail</a><a class="button" href="/manage/create">Create Conference</a></nav>`,
   );
 }
 
@@ -33,6 +33,19 @@ ${error === undefined ? '' : html`<p class="error" role="alert">${error}</p>`}
 <label for="email">Email address</label><input type="email" id="email" name="email" value="${email}">
 <label for="accessCode">Access code</label><input type="text" id="accessCode" name="accessCode" value="">
 <p><button type="submit">Login</button></p></form>`,
+  );
+}
+
+/** Sign in to a conference's owner pages with its slug and access code (posted: never a code in a URL). */
+export function signInPage(slug: string, error?: string): SafeHtml {
+  return ownerPage(
+    'Sign in',
+    html`<h1>Sign in to your conference</h1>
+${error === undefined ? '' : html`<p class="error" role="alert">${error}</p>`}
+<form method="post" action="/manage/sign-in">
+<label for="slug">Slug/conference code</label><input type="text" id="slug" name="slug" value="${slug}">
+<label for="accessCode">Access code</label><input type="password" id="accessCode" name="accessCode" value="" autocomplete="current-password">
+<p><button type="submit" id="sign-in">Sign in</button></p></form>`,
   );
 }
 
@@ -71,7 +84,10 @@ ${row('Status', html`<span id="publish-status">${conference.isPublished ? 'Publi
 <nav class="actions"><a href="${base}/edit">Edit</a><a href="${base}/seats">Configure seats</a><a href="${base}/orders">Orders</a>
 ${conference.isPublished ? html`<a href="/${conference.slug}">Public page</a>` : ''}</nav>
 <form method="post" action="${base}/${conference.isPublished ? 'unpublish' : 'publish'}">
-<button type="submit" id="publish">${conference.isPublished ? 'Unpublish' : 'Publish'}</button></form>`,
+<button type="submit" id="publish">${conference.isPublished ? 'Unpublish' : 'Publish'}</button></form>
+<form method="post" action="${base}/access-code"><p>A new access code replaces this one: the old code and every session signed in with it stop working.</p>
+<button type="submit" id="rotate-access-code" class="secondary">Rotate access code</button></form>
+<form method="post" action="${base}/sign-out"><button type="submit" id="sign-out" class="secondary">Sign out</button></form>`,
   );
 }
 

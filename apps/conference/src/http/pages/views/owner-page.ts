@@ -20,9 +20,14 @@ export function ownerMessagePage(title: string, text: string): SafeHtml {
   return ownerPage(title, html`<h1>${title}</h1><p class="error" role="alert">${text}</p>`);
 }
 
-/** Where the owner manages the conference: its slug and access code. */
-export function manageUrl(conference: Pick<Conference, 'slug' | 'accessCode'>): string {
-  return `/manage/${conference.slug}/${conference.accessCode}`;
+/** Where the owner manages the conference (with the owner's session: the access code is never in a URL). */
+export function manageUrl(conference: Pick<Conference, 'slug'>): string {
+  return `/manage/${conference.slug}`;
+}
+
+/** The sign-in form, for the conference `slug` when given. */
+export function signInUrl(slug?: string): string {
+  return slug === undefined ? '/manage/sign-in' : `/manage/sign-in?${new URLSearchParams({ slug })}`;
 }
 
 /** A labelled input (or textarea) with its error message. */

@@ -19,5 +19,7 @@ export const PUBLIC_TEXT = {
   confirmEmail: 'Please confirm the e-mail address.',
   paymentRejected: 'The payment was not accepted. You can try again.',
   orderNotFound: 'Could not find a registration with this e-mail address and order code.',
+  noSuchOrder:
+    'The order could not be found. To see an order of yours, find it with your e-mail address and order code.',
   notOpen: 'This conference is not open for registration.',
 } as const;

@@ -17,6 +17,8 @@ export interface RegisterLine {
 
 export interface RegisterForm {
   readonly orderId: string;
+  /** A new order's token (the server made its id); an existing order's is in the browser's cookie. */
+  readonly orderToken?: string | undefined;
   readonly orderVersion: number;
   readonly lines: readonly RegisterLine[];
   readonly errors: readonly string[];
@@ -46,6 +48,7 @@ ${form.errors.map((error) => html`<p class="error" role="alert">${error}</p>`)}
 ${hold === undefined ? '' : countdown(conference, hold)}
 <form method="post" action="/${conference.slug}/register">
 <input type="hidden" name="orderId" value="${form.orderId}">
+${form.orderToken === undefined ? '' : html`<input type="hidden" name="orderToken" value="${form.orderToken}">`}
 <input type="hidden" name="orderVersion" value="${form.orderVersion}">
 <table><thead><tr><th>Registration type</th><th class="num">Price</th><th class="num">Available</th><th>Quantity</th></tr></thead>
 <tbody>${rows}</tbody></table>
