@@ -4,34 +4,13 @@
  * race (optimistic concurrency), so some lose.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { postgresForSuite } from '@stratus/testkit';
 import type { LightMyRequestResponse } from 'fastify';
 import { CONCURRENT_WRITE_MESSAGE } from './concurrent-write.js';
+import { testBackends } from './fixtures/test-backends.js';
 import { startTestServer, type TestServer } from './fixtures/test-server.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'conference-concurrent-'));
-const postgres = await postgresForSuite('conference-concurrent-writes');
-after(async () => {
-  await postgres.release();
-  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
-});
-
-const backends = [
-  { name: 'the embedded default (SQLite)', skip: false, env: () => ({ STRATUS_DATA_DIR: directory }) },
-  {
-    name: 'PostgreSQL',
-    skip: postgres.skip,
-    env: () => ({
-      DATABASE_URL: postgres.url as string,
-      DATABASE_SCHEMA: 'conference_concurrent',
-      OWNER_TOKEN_SECRET: 'a secret every web process shares, 32+ bytes',
-    }),
-  },
-];
+const backends = await testBackends('conference-concurrent-writes');
 
 const details = {
   name: 'Race Summit',
