@@ -1,12 +1,17 @@
 /**
  * Writes to one conference at the same time, through the API and the owner site, on every backend: each one is
- * done or answered 409 (it lost the race to the others, retries included), never 500. On PostgreSQL appends really
- * race (optimistic concurrency), so some lose.
+ * done or answered 409 (it lost the race to the others, retries included), never 500, as the OpenAPI document says.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { CONCURRENT_WRITE_MESSAGE } from './concurrent-write.js';
+import { openApiDocument } from './openapi.js';
+
+interface OpenApiOperation {
+  readonly responses: Readonly<Record<string, { readonly description: string } | undefined>>;
+}
+
 import { testBackends } from './fixtures/test-backends.js';
 import { startTestServer, type TestServer } from './fixtures/test-server.js';
 
@@ -29,6 +34,20 @@ function assertDoneOrConflict(response: LightMyRequestResponse, what: string): v
   }
   assert.ok(response.statusCode < 400, `${what}: ${response.statusCode} ${response.body.slice(0, 300)}`);
 }
+
+test('the OpenAPI document names the 409 of every write to what an id names', () => {
+  const document = openApiDocument() as { paths: Record<string, Record<string, OpenApiOperation>> };
+  const writes = Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => method !== 'get' && /\{(id|orderId|paymentId)\}/.test(path))
+      .map(([method, operation]) => [`${method} ${path}`, operation.responses['409']?.description] as const),
+  );
+  assert.equal(writes.length, 12);
+  for (const [write, description] of writes)
+    assert.ok(description?.includes(CONCURRENT_WRITE_MESSAGE), `${write}: ${description}`);
+  const login = document.paths['/api/owner/login']?.post;
+  assert.equal(login?.responses['409'], undefined);
+});
 
 for (const backend of backends) {
   describe(`concurrent writes to one conference on ${backend.name}`, { skip: backend.skip }, () => {

@@ -6,6 +6,7 @@
  * Request schemas stay within what Fastify's Ajv (draft-07) compiles; response schemas are documentation only and
  * use OpenAPI 3.1 (JSON Schema 2020-12) nullable types.
  */
+import { CONCURRENT_WRITE_MESSAGE } from './concurrent-write.js';
 import { apiInputs } from './schemas/inputs.js';
 import { arrayOf, date, type JsonSchema, nullable, object, price, uuid } from './schemas/json-schema.js';
 
@@ -405,6 +406,13 @@ function responsesOf(operation: ApiOperation): Record<string, object> {
     responses['403'] ??= error('The token is for another conference.');
   }
   if (operation.path.includes('{')) responses['404'] ??= error('Nothing has this id (or slug).');
+  // A write to what an id names appends to it, and may lose the race to other writes (concurrent-write.ts).
+  if (operation.method !== 'GET' && /\{(?!slug\})\w+\}/.test(operation.path)) {
+    const own = operation.responses[409]?.description;
+    responses['409'] = error(
+      own === undefined ? CONCURRENT_WRITE_MESSAGE : `${own} Or: ${CONCURRENT_WRITE_MESSAGE}`,
+    );
+  }
   return responses;
 }
 
