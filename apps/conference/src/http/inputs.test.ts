@@ -4,43 +4,15 @@
  * unpaired surrogate); slugs too long or of other characters create nothing.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
-import { postgresForSuite } from '@stratus/testkit';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { ConferenceSystem } from '../app/system.js';
 import { InjectBrowser } from './fixtures/browser.js';
+import { testBackends } from './fixtures/test-backends.js';
 import { startTestServer, type TestServer } from './fixtures/test-server.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'conference-inputs-'));
-const postgres = await postgresForSuite('conference-inputs');
-after(async () => {
-  await postgres.release();
-  rmSync(directory, { recursive: true, force: true, maxRetries: 10 });
-});
-
-// One client sends every conference and order here: the abuse limits are abuse.test.ts's.
-const backends = [
-  {
-    name: 'the embedded default (SQLite)',
-    skip: false,
-    env: () => ({ STRATUS_DATA_DIR: directory, RATE_LIMITS: 'off' }),
-  },
-  {
-    name: 'PostgreSQL',
-    skip: postgres.skip,
-    env: () => ({
-      DATABASE_URL: postgres.url as string,
-      DATABASE_SCHEMA: 'conference_inputs',
-      OWNER_TOKEN_SECRET: 'a secret every web process shares, 32+ bytes',
-      RATE_LIMITS: 'off',
-      PAYMENTS: 'simulated',
-    }),
-  },
-];
+const backends = await testBackends('conference-inputs');
 
 /** Text no field takes: NUL, an unpaired surrogate (JSON can carry one), and another control character. */
 const BAD_TEXT = { nul: 'Bad\u0000text', surrogate: 'Bad\ud800text', escape: 'Bad\u001btext' };

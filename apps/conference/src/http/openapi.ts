@@ -6,6 +6,8 @@
  * Request schemas stay within what Fastify's Ajv (draft-07) compiles; response schemas are documentation only and
  * use OpenAPI 3.1 (JSON Schema 2020-12) nullable types.
  */
+
+import { CONCURRENT_WRITE_MESSAGE } from './concurrent-write.js';
 import type { RateLimitKind } from './limits/abuse-limits.js';
 import { apiInputs } from './schemas/inputs.js';
 import { arrayOf, date, type JsonSchema, nullable, object, price, uuid } from './schemas/json-schema.js';
@@ -516,6 +518,13 @@ function responsesOf(operation: ApiOperation): Record<string, object> {
   if (operation.path.includes('{')) responses['404'] ??= error('Nothing has this id (or slug).');
   if (operation.limit !== undefined)
     responses['429'] ??= { description: 'Too many requests from this client.' };
+  // A write to what an id names appends to it, and may lose the race to other writes (concurrent-write.ts).
+  if (operation.method !== 'GET' && /\{(?!slug\})\w+\}/.test(operation.path)) {
+    const own = operation.responses[409]?.description;
+    responses['409'] = error(
+      own === undefined ? CONCURRENT_WRITE_MESSAGE : `${own} Or: ${CONCURRENT_WRITE_MESSAGE}`,
+    );
+  }
   for (const [status, response] of Object.entries(responses)) {
     if (status === '429')
       responses[status] = { ...response, headers: RATE_LIMITED_HEADERS, ...json('Error') };

@@ -1,9 +1,11 @@
 /**
  * The API's error answers: `{ error }`, and `{ error, fields }` with a message per offending field for every 400
- * (the domain's validation errors, the schema validation of bodies and query strings, and JSON that does not parse).
+ * (the domain's validation errors, the schema validation of bodies and query strings, and JSON that does not parse),
+ * and 409 for a write that lost the race to another one (concurrent-write.ts).
  */
 import type { FastifySchemaValidationError } from 'fastify';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
+import { CONCURRENT_WRITE_MESSAGE, isConcurrentWrite } from '../concurrent-write.js';
 import { TooManyRequestsError } from '../limits/too-many-requests.js';
 import { fieldProblems } from '../schemas/messages.js';
 
@@ -26,6 +28,7 @@ export function errorResponse(error: unknown): { status: number; body: object } 
     return { status: 409, body: { error: error.message } };
   if (error instanceof HttpError) return { status: error.statusCode, body: { error: error.message } };
   if (error instanceof TooManyRequestsError) return { status: 429, body: { error: error.message } };
+  if (isConcurrentWrite(error)) return { status: 409, body: { error: CONCURRENT_WRITE_MESSAGE } };
   if (typeof error === 'object' && error !== null) {
     const { validation, statusCode, message } = error as {
       validation?: FastifySchemaValidationError[];

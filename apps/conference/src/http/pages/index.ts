@@ -50,12 +50,14 @@
  * (limits/abuse-limits.ts): past them the answer is a 429 page with Retry-After.
  *
  * Register it with `await app.register(pageRoutes, { system })`. Errors a page did not handle become an HTML page:
- * 400 for input the domain rejects, 404, 409 for a state that does not allow the action, 500 only for a real fault.
+ * 400 for input the domain rejects, 404, 409 for a state that does not allow the action or a write that lost the
+ * race to another one (concurrent-write.ts), 500 only for a real fault.
  */
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../../app/system.js';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
+import { CONCURRENT_WRITE_MESSAGE, isConcurrentWrite } from '../concurrent-write.js';
 import { type AbuseLimits, abuseLimitsFor } from '../limits/abuse-limits.js';
 import { addRateLimitFields } from '../limits/rate-limit-fields.js';
 import { TooManyRequestsError } from '../limits/too-many-requests.js';
@@ -81,7 +83,8 @@ export interface PageRoutesOptions {
 function statusOf(error: unknown): number {
   if (error instanceof ValidationError) return 400;
   if (error instanceof NotFoundError) return 404;
-  if (error instanceof InvalidOperationError || error instanceof ConflictError) return 409;
+  if (error instanceof InvalidOperationError || error instanceof ConflictError || isConcurrentWrite(error))
+    return 409;
   const status = (error as Partial<FastifyError>).statusCode;
   return typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
 }
@@ -93,7 +96,11 @@ export async function pageRoutes(app: FastifyInstance, options: PageRoutesOption
     if (status >= 500) request.log.error({ err: error }, 'page failed');
     if (error instanceof TooManyRequestsError) addRateLimitFields(reply, error.headers);
     const text =
-      status >= 500 ? 'Something went wrong. Please try again.' : (error as Error).message || 'Bad request.';
+      status >= 500
+        ? 'Something went wrong. Please try again.'
+        : isConcurrentWrite(error)
+          ? CONCURRENT_WRITE_MESSAGE
+          : (error as Error).message || 'Bad request.';
     const title = status >= 500 ? 'Error' : 'Sorry';
     return sendPage(
       reply,
