@@ -146,7 +146,8 @@ export function subscriptionContract(label: string, open: () => Promise<EventSto
       assert.equal(await second.subscription.retryParked(), 3);
       await waitUntil(() => seen.length === 5, 'the parked events are handled');
       assert.deepEqual(seen.slice(2), [`bad${run}-1:1`, `bad${run}-1:2`, `bad${run}-1:3`]);
-      assert.deepEqual(await store.parked(name), []);
+      // Each is taken off the lot once handled, so the last may still be on it for a moment.
+      await waitUntil(async () => (await store.parked(name)).length === 0, 'the lot is empty');
       assert.equal(second.subscription.parkedCount, 0);
       await store.appendToStream(`bad${run}-1`, [{ type: 'N', data: { n: 4 } }]);
       await waitUntil(() => seen.length === 6, 'the stream flows again');
