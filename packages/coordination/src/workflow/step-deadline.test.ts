@@ -78,6 +78,29 @@ describe('Step Complete By', () => {
     await setup.engine.close();
   });
 
+  it('gives a step that asks for its signal only after Complete By an aborted one', async () => {
+    // The signal is made lazily: one made after the deadline must still say the step is late.
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const seen: { aborted: boolean; reason: unknown }[] = [];
+    const { clock, engine, deadlineFailures } = engineWith(async (context) => {
+      await gate;
+      seen.push({ aborted: context.signal.aborted, reason: context.signal.reason });
+      return 'done late';
+    });
+    const completeBy = clock.now() + 1_000;
+    await engine.start('slow', null, { id: 'w-3' });
+    await settle(clock, 1_000);
+    release();
+    await waitUntil(() => seen.length === 1, 'the step read its signal');
+    assert.equal(seen[0]?.aborted, true);
+    assertDeadline(seen[0]?.reason, 'w-3', 'call', completeBy);
+    assert.deepEqual(deadlineFailures(), [seen[0]?.reason], 'the step-failed event carries the same error');
+    await engine.close();
+  });
+
   it('builds a StepDeadlineError for any deadline, since it is made inside timers', () => {
     assert.match(new StepDeadlineError('w', 's', 0).message, /complete-by \(1970-01-01T00:00:00\.000Z\)/);
     assert.match(new StepDeadlineError('w', 's', Number.NaN).message, /complete-by \(NaN\)/);

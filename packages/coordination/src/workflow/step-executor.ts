@@ -61,7 +61,7 @@ export class StepExecutor {
       new StepDeadlineError(state.workflowId, step.name, completeBy, cause === undefined ? {} : { cause });
     const now = this.#clock.now();
     if (this.#closing.aborted) return { kind: 'late', error: this.#closing.reason };
-    const context = (signal: AbortSignal): WorkflowStepContext<never> => ({
+    const context = (signal: () => AbortSignal): WorkflowStepContext<never> => ({
       workflowId: state.workflowId,
       step: step.name,
       input,
@@ -70,11 +70,18 @@ export class StepExecutor {
       attempt: state.attempt,
       failures: state.failureCount,
       completeBy,
-      signal,
+      get signal() {
+        return signal();
+      },
     });
     switch (step.kind) {
       case 'sleep':
-        return sleepOutcome(step.definition as SleepStep<never>, state, now, context(this.#closing));
+        return sleepOutcome(
+          step.definition as SleepStep<never>,
+          state,
+          now,
+          context(() => this.#closing),
+        );
       case 'wait':
         return waitOutcome(step, state, now, this.#store);
       case 'run':
@@ -87,7 +94,7 @@ export class StepExecutor {
           const { signal: _, ...request } = context(signal);
           return replies.request((step.definition as AgentStep).agent, request satisfies AgentRequest, {
             timeoutMs: Math.max(1, completeBy - this.#clock.now()),
-            signal,
+            signal: signal(),
             id: `${state.workflowId}:${step.name}:${state.attempt}`,
           });
         });
@@ -102,45 +109,64 @@ export class StepExecutor {
 
   /**
    * Runs `work` with a signal that aborts at Complete By with the `missed` error (or at engine close); past it, the
-   * result is dropped.
+   * result is dropped. The signal is made only when the step asks for it, and a step that returns without a promise
+   * needs no timer: most steps are quick and synchronous, and the controller, its listeners and the timer were a
+   * tenth of a three-step workflow's time.
    */
   async #withDeadline(
     completeBy: number,
     missed: (cause?: unknown) => StepDeadlineError,
-    work: (signal: AbortSignal) => unknown,
+    work: (signal: () => AbortSignal) => unknown,
   ): Promise<StepOutcome> {
-    const controller = new AbortController();
-    const onClose = () => controller.abort(this.#closing.reason);
-    this.#closing.addEventListener('abort', onClose, { once: true });
-    let timer: TimerHandle | undefined;
-    const deadline = new Promise<StepOutcome>((resolve) => {
-      const fire = () => resolve({ kind: 'late', error: controller.signal.reason });
-      controller.signal.addEventListener('abort', fire, { once: true });
-      timer = this.#clock.setTimeout(
-        () => controller.abort(missed()),
-        Math.max(0, completeBy - this.#clock.now()),
-      );
-    });
-    const running = (async (): Promise<StepOutcome> => {
-      try {
-        return { kind: 'done', value: await work(controller.signal) };
-      } catch (error) {
-        // An agent's reply times out at Complete By.
-        if (error instanceof RequestTimeoutError) return { kind: 'late', error: missed(error) };
-        if (error instanceof PermanentStepError) return { kind: 'error', error, reason: 'permanent' };
-        if (error instanceof RemoteRequestError)
-          return { kind: 'error', error: new Error(error.remoteMessage), reason: 'error' };
-        return { kind: 'error', error, reason: 'error' };
+    let controller: AbortController | undefined;
+    let stoppedWith: { readonly reason: unknown } | undefined;
+    let stopped: ((error: unknown) => void) | undefined;
+    // Aborts the step's signal, if it has one yet, and ends the wait for its result.
+    const stop = (reason: unknown) => {
+      if (stoppedWith !== undefined) return;
+      stoppedWith = { reason };
+      controller?.abort(reason);
+      stopped?.(reason);
+    };
+    const onClose = () => stop(this.#closing.reason);
+    const signal = () => {
+      if (controller === undefined) {
+        controller = new AbortController();
+        if (stoppedWith === undefined && this.#closing.aborted)
+          stoppedWith = { reason: this.#closing.reason };
+        if (stoppedWith !== undefined) controller.abort(stoppedWith.reason);
       }
-    })();
+      return controller.signal;
+    };
+    let value: unknown;
+    try {
+      value = work(signal);
+    } catch (error) {
+      return failed(error, missed);
+    }
+    if (!isPromiseLike(value)) {
+      return this.#clock.now() > completeBy ? { kind: 'late', error: missed() } : { kind: 'done', value };
+    }
+    this.#closing.addEventListener('abort', onClose, { once: true });
+    const timer: TimerHandle = this.#clock.setTimeout(
+      () => stop(missed()),
+      Math.max(0, completeBy - this.#clock.now()),
+    );
+    const deadline = new Promise<StepOutcome>((resolve) => {
+      stopped = (error) => resolve({ kind: 'late', error });
+    });
+    const running = Promise.resolve(value).then(
+      (result): StepOutcome => ({ kind: 'done', value: result }),
+      (error: unknown) => failed(error, missed),
+    );
     try {
       const outcome = await Promise.race([running, deadline]);
-      if (controller.signal.aborted || this.#clock.now() > completeBy) {
-        return { kind: 'late', error: controller.signal.reason ?? missed() };
+      if (stoppedWith !== undefined || this.#clock.now() > completeBy) {
+        return { kind: 'late', error: stoppedWith === undefined ? missed() : stoppedWith.reason };
       }
       return outcome;
     } finally {
-      if (timer !== undefined) this.#clock.clearTimeout(timer);
+      this.#clock.clearTimeout(timer);
       this.#closing.removeEventListener('abort', onClose);
     }
   }
@@ -149,4 +175,18 @@ export class StepExecutor {
     this.#replies ??= new RequestReplyClient(this.#messaging as Messaging).start();
     return this.#replies;
   }
+}
+
+/** What a step's error comes to. */
+function failed(error: unknown, missed: (cause?: unknown) => StepDeadlineError): StepOutcome {
+  // An agent's reply times out at Complete By.
+  if (error instanceof RequestTimeoutError) return { kind: 'late', error: missed(error) };
+  if (error instanceof PermanentStepError) return { kind: 'error', error, reason: 'permanent' };
+  if (error instanceof RemoteRequestError)
+    return { kind: 'error', error: new Error(error.remoteMessage), reason: 'error' };
+  return { kind: 'error', error, reason: 'error' };
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }

@@ -210,59 +210,66 @@ export function initialState(submission: Submission): StateRecord {
   };
 }
 
-/** The state record after a transition the store accepted (shared by the adapters). */
+/**
+ * The state record after a transition the store accepted (shared by the adapters and the step driver).
+ * Built field by field rather than spread: it runs for every step, on records of several shapes (a claimed step
+ * carries its input), and the spreads went megamorphic, a tenth of a three-step workflow's time on SQLite.
+ */
 export function transitioned(state: StateRecord, transition: Transition): StateRecord {
   const { now, to } = transition;
-  const base = { ...state, updatedAt: now };
+  let { step, stepName, failureCount, maxFailures, attempt, timeoutMs, availableAt, waitUntil, waitingFor } =
+    state;
+  let status: StepStatus = 'error';
+  let lockedBy: string | null = null;
+  let completeBy: number | null = null;
+  let results = transition.results;
+  let lastError = state.lastError;
   switch (to.kind) {
     case 'step':
-      return {
-        ...base,
-        step: to.step,
-        stepName: to.stepName,
-        status: to.claimBy === undefined ? 'pending' : 'processing',
-        lockedBy: to.claimBy ?? null,
-        completeBy: to.claimBy === undefined ? null : now + to.timeoutMs,
-        failureCount: 0,
-        maxFailures: to.maxFailures,
-        attempt: to.claimBy === undefined ? state.attempt : state.attempt + 1,
-        timeoutMs: to.timeoutMs,
-        availableAt: to.availableAt,
-        waitUntil: null,
-        waitingFor: null,
-        results: transition.results,
-        lastError: null,
-      };
+      ({ step, stepName, maxFailures, timeoutMs, availableAt } = to);
+      status = to.claimBy === undefined ? 'pending' : 'processing';
+      lockedBy = to.claimBy ?? null;
+      completeBy = to.claimBy === undefined ? null : now + to.timeoutMs;
+      failureCount = 0;
+      if (to.claimBy !== undefined) attempt += 1;
+      waitUntil = null;
+      waitingFor = null;
+      lastError = null;
+      break;
     case 'park':
-      return {
-        ...base,
-        status: 'pending',
-        lockedBy: null,
-        completeBy: null,
-        availableAt: to.availableAt,
-        waitUntil: to.waitUntil,
-        waitingFor: to.waitingFor,
-      };
+      ({ availableAt, waitUntil, waitingFor } = to);
+      status = 'pending';
+      results = state.results;
+      break;
     case 'completed':
-      return { ...base, status: 'processed', lockedBy: null, completeBy: null, results: transition.results };
+      status = 'processed';
+      break;
     case 'error':
-      return {
-        ...base,
-        status: 'error',
-        lockedBy: null,
-        completeBy: null,
-        results: transition.results,
-        lastError: to.error,
-      };
+      lastError = to.error;
+      break;
     case 'failed':
-      return {
-        ...base,
-        status: 'error',
-        lockedBy: null,
-        completeBy: null,
-        failureCount: state.failureCount + 1,
-        results: transition.results,
-        lastError: to.error,
-      };
+      failureCount += 1;
+      lastError = to.error;
+      break;
   }
+  return {
+    workflowId: state.workflowId,
+    definition: state.definition,
+    step,
+    stepName,
+    status,
+    lockedBy,
+    completeBy,
+    failureCount,
+    maxFailures,
+    attempt,
+    timeoutMs,
+    availableAt,
+    waitUntil,
+    waitingFor,
+    results,
+    lastError,
+    createdAt: state.createdAt,
+    updatedAt: now,
+  };
 }
