@@ -3,12 +3,12 @@
  * the setting (exit code 1, no stack trace); workers on one host each take a port of their own.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { type ChildHandle, postgresForSuite, runChild } from '@stratus/testkit';
+import { type ChildHandle, freePort, postgresForSuite, runChild } from '@stratus/testkit';
 
 const MAIN = new URL('./main.ts', import.meta.url);
 const directory = mkdtempSync(join(tmpdir(), 'conference-main-'));
@@ -26,10 +26,11 @@ const UNSET = Object.fromEntries(
 );
 
 let runs = 0;
-function start(env: Record<string, string>): ChildHandle {
-  return runChild(MAIN, {
+function start(env: Record<string, string>, main: URL = MAIN, from?: 'compiled'): ChildHandle {
+  return runChild(main, {
     env: { ...UNSET, HOST: '127.0.0.1', STRATUS_DATA_DIR: join(directory, `run${++runs}`), ...env },
     lifetimeMs: 60_000,
+    ...(from === undefined ? {} : { from }),
   });
 }
 
@@ -61,6 +62,26 @@ async function readiness(port: number): Promise<{ status: number; body: unknown 
 }
 
 describe('npm start', () => {
+  test('the compiled app (as `npm run build` leaves it) starts on the embedded default', async (t) => {
+    // Its background thread's module is .js there, not .ts (it once looked for the source and exited at start).
+    const compiled = new URL('../dist/main.js', import.meta.url);
+    assert.ok(
+      existsSync(compiled),
+      'apps/conference/dist/main.js: run `npm run build` first (`npm test` does)',
+    );
+    const port = await freePort();
+    const app = start({ PORT: String(port) }, compiled, 'compiled');
+    t.after(() => app.stop(10_000));
+    await app.nextMessage(
+      (message) => (message as { msg?: unknown }).msg === 'conference system ready',
+      30_000,
+    );
+    assert.deepEqual(await readiness(port), {
+      status: 200,
+      body: { status: 'ok', workers: 1, parkedEvents: 0, failingHandlers: [] },
+    });
+  });
+
   test('a setting that cannot work: one line naming it', async () => {
     await refused(start({ OWNER_TOKEN_SECRET: 'short' }), 'OWNER_TOKEN_SECRET');
     await refused(

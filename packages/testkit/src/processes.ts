@@ -28,6 +28,11 @@ export interface RunChildOptions {
   lifetimeMs?: number;
   /** Also copy the child's stderr to ours (it is always kept for error messages). Default false. */
   echoStderr?: boolean;
+  /**
+   * `'sources'` (default): through tsx, `@stratus/*` packages from their TypeScript sources. `'compiled'`: plain
+   * Node, packages from their built `dist`, as an installed package runs (`file` is then compiled JavaScript).
+   */
+  from?: 'sources' | 'compiled';
 }
 
 export interface ChildHandle {
@@ -73,8 +78,8 @@ interface Cursor<T> {
 }
 
 /**
- * Spawns `process.execPath --conditions=stratus-source --import tsx <file> ...args`, stdin/stdout/stderr
- * piped. `file` is a path or a file: URL (e.g. `new URL('./fixtures/worker.ts', import.meta.url)`).
+ * Spawns `process.execPath --conditions=stratus-source --import tsx <file> ...args` (or, `from: 'compiled'`,
+ * `process.execPath <file> ...args`), stdin/stdout/stderr piped. `file` is a path or a file: URL (e.g. `new URL('./fixtures/worker.ts', import.meta.url)`).
  */
 export function runChild(file: string | URL, options: RunChildOptions = {}): ChildHandle {
   const path = file instanceof URL || file.startsWith('file:') ? fileURLToPath(file) : file;
@@ -83,9 +88,7 @@ export function runChild(file: string | URL, options: RunChildOptions = {}): Chi
   const child: ChildProcess = spawn(
     process.execPath,
     [
-      '--conditions=stratus-source',
-      '--import',
-      tsxLoader(),
+      ...(options.from === 'compiled' ? [] : ['--conditions=stratus-source', '--import', tsxLoader()]),
       ...(options.nodeArgs ?? []),
       path,
       ...(options.args ?? []),

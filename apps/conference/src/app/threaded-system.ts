@@ -6,6 +6,7 @@
  * watchers hear each other's commits across threads (WatchHub). A thread that dies is started again after a second;
  * readiness says unavailable until it is back.
  */
+import { extname } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { startWorkerThread } from '@stratus/core';
 import { sqliteThreadLock } from '@stratus/sql';
@@ -64,7 +65,8 @@ export async function startSystem(
     return startConferenceSystem(config, { log: options.log });
   const threadLock = sqliteThreadLock();
   const background = new BackgroundThread(
-    new URL('./background-thread.ts', import.meta.url),
+    // .ts from the sources, .js once compiled.
+    new URL(`./background-thread${extname(import.meta.url)}`, import.meta.url),
     { config, threadLock } satisfies BackgroundData,
     options.log,
   );
