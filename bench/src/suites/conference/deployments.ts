@@ -1,6 +1,6 @@
 /**
- * The conference system as real processes (`apps/conference/src/main.ts` from the sources through tsx, as `npm
- * start` runs it): the embedded default (one ROLE=all process on a fresh SQLite data dir) or scaled out (ROLE=web
+ * The conference system as real processes (`apps/conference/dist/main.js`, compiled as a deployment runs it;
+ * `npm run bench` builds it first): the embedded default (one ROLE=all process on a fresh SQLite data dir) or scaled out (ROLE=web
  * and ROLE=worker processes on PostgreSQL + Redis, a fresh schema and key prefix). Processes are stopped with
  * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first.
  */
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '@stratus/testkit';
 import { ApiClient } from './client.js';
 
-const MAIN = fileURLToPath(new URL('../../../../apps/conference/src/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../../../apps/conference/dist/main.js', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const LOOPBACK = '127.0.0.1';
 /** Owner tokens are signed with it: every process of a deployment must share it. */
@@ -63,14 +63,6 @@ function killAllOnExit(): void {
   });
 }
 
-function tsxLoader(): string {
-  try {
-    return import.meta.resolve('tsx');
-  } catch {
-    return 'tsx';
-  }
-}
-
 /** One process of the system. */
 export class AppProcess {
   readonly role: 'all' | 'web' | 'worker';
@@ -104,7 +96,7 @@ export class AppProcess {
     // existing directory) as <role>-<port>.log. STRATUS_BENCH_APP_NODE_ARGS adds flags to every app process (e.g.
     // `--cpu-prof --cpu-prof-dir=prof`).
     const extra = process.env.STRATUS_BENCH_APP_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
-    const args = [...extra, '--conditions=stratus-source', '--import', tsxLoader(), MAIN];
+    const args = [...extra, MAIN];
     const logDir = process.env.STRATUS_BENCH_APP_LOG_DIR;
     const stdout = logDir ? openSync(join(logDir, `${role}-${port}.log`), 'a') : 'ignore';
     this.#child = spawn(process.execPath, args, {
