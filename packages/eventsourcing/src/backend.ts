@@ -157,6 +157,12 @@ export interface ListParkedQuery {
   readonly limit?: number;
 }
 
+/** How many events a subscription has parked, and how many of them an operator asked to retry. */
+export interface ParkedSummary {
+  readonly parked: number;
+  readonly retryRequested: number;
+}
+
 /** Which parked events of a subscription an operation applies to. */
 export type ParkedSelection = readonly number[] | 'all';
 
@@ -187,6 +193,11 @@ export interface EventStoreBackend {
   requestParkedRetry(subscription: string, selection: ParkedSelection): Promise<number>;
   /** How many events each subscription has parked (subscriptions with none are left out). */
   countParked(): Promise<Record<string, number>>;
+  /**
+   * One subscription's parked events counted, without reading them: a subscription polls it to notice a retry
+   * asked for, or events skipped, from another process.
+   */
+  summarizeParked(subscription: string): Promise<ParkedSummary>;
 
   loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined>;
   storeSnapshot(snapshot: StoredSnapshot): Promise<void>;

@@ -449,11 +449,14 @@ export function eventStoreBackendContract(label: string, open: () => Promise<Eve
         const name = `parking-${++counter}`;
         const other = `parking-${++counter}`;
         await store.parkEvents([parked(name, 1), parked(name, 2), parked(name, 3), parked(other, 1)]);
+        assert.deepEqual(await store.summarizeParked(name), { parked: 3, retryRequested: 0 });
         assert.equal(await store.requestParkedRetry(name, [2, 99]), 1);
         assert.deepEqual(
           (await store.listParked(name)).map((p) => p.retryRequested),
           [false, true, false],
         );
+        assert.deepEqual(await store.summarizeParked(name), { parked: 3, retryRequested: 1 });
+        assert.deepEqual(await store.summarizeParked(other), { parked: 1, retryRequested: 0 });
         assert.equal(await store.requestParkedRetry(name, 'all'), 3);
         assert.ok((await store.listParked(name)).every((p) => p.retryRequested));
         const counts = await store.countParked();
@@ -466,6 +469,7 @@ export function eventStoreBackendContract(label: string, open: () => Promise<Eve
         );
         assert.equal(await store.removeParked(name, 'all'), 1);
         assert.equal((await store.countParked())[name], undefined);
+        assert.deepEqual(await store.summarizeParked(name), { parked: 0, retryRequested: 0 });
         assert.equal((await store.listParked(other)).length, 1);
         assert.equal(await store.removeParked(name, 'all'), 0);
       });

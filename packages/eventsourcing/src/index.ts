@@ -8,6 +8,7 @@ export * from './event-store.js';
 export * from './event-types.js';
 export * from './memory/memory-event-store.js';
 export * from './open-backend.js';
+export type { ParkingEventDetail } from './parking.js';
 export * from './persistent-map.js';
 export * from './postgres/postgres-event-store.js';
 export * from './process-manager/index.js';

@@ -6,11 +6,12 @@ import type {
   ParkedSelection,
   RecordedEvent,
 } from './backend.js';
+import type { EventStore } from './event-store.js';
 
 /** Where a subscription keeps its parked events: its store's backend, or memory for an unnamed subscription. */
 export type ParkedEventStore = Pick<
   EventStoreBackend,
-  'parkEvents' | 'listParked' | 'removeParked' | 'requestParkedRetry' | 'countParked'
+  'parkEvents' | 'listParked' | 'removeParked' | 'requestParkedRetry' | 'countParked' | 'summarizeParked'
 >;
 
 /** Throws InvalidOptionsError unless `selection` is 'all' or an array of positions. */
@@ -33,19 +34,32 @@ export function parkedErrorText(error: unknown): string {
   return text.slice(0, MAX_ERROR_LENGTH).replaceAll('\u0000', '\ufffd').replace(LONE_SURROGATE, '\ufffd');
 }
 
+/** What parking tells of, as events of the subscription or projection runner that parks. */
+export type ParkingEventDetail =
+  | {
+      readonly type: 'event-parked';
+      readonly position: number;
+      readonly streamName: string;
+      readonly reason: ParkedReason;
+      readonly attempts: number;
+      /** The error's text as stored ('' when blocked behind another parked event). */
+      readonly error: string;
+    }
+  | { readonly type: 'parked-event-handled'; readonly position: number };
+
 export interface ParkingOptions<E extends RecordedEvent> {
   /** The subscription's name, under which its events are parked. */
   readonly subscription: string;
-  readonly store: ParkedEventStore;
-  readonly clock: Clock;
+  /** Where the parked events are kept (default the event store's backend). */
+  readonly parkedIn?: ParkedEventStore;
+  /** The event store the events are read from again when retried. */
+  readonly events: EventStore;
   /** The ordering keys of an event (default its stream name). */
   readonly keysOf: ((event: E) => string | readonly string[]) | undefined;
-  /** Reads the event at a position (undefined if it is gone). */
-  readonly read: (position: number) => Promise<E | undefined>;
-  /** Told of every event parked (or parked again after a failed retry). */
-  readonly onParked: (parked: ParkedEvent) => void;
-  /** Told of every parked event handled by a retry. */
-  readonly onHandled: (parked: ParkedEvent) => void;
+  /** Told of every event parked (or parked again after a failed retry), and of every one a retry handled. */
+  readonly emit: (detail: ParkingEventDetail) => void;
+  /** Told when a retry or a skip was asked for here: the parked events are to be looked at again soon. */
+  readonly onRequest: () => void;
 }
 
 /**
@@ -55,6 +69,8 @@ export interface ParkingOptions<E extends RecordedEvent> {
 export class Parking<E extends RecordedEvent> {
   readonly subscription: string;
   readonly #options: ParkingOptions<E>;
+  readonly #store: ParkedEventStore;
+  readonly #clock: Clock;
   /** The keys of each parked event, by position. */
   readonly #parked = new Map<number, readonly string[]>();
   /** Parked events per key. */
@@ -63,6 +79,8 @@ export class Parking<E extends RecordedEvent> {
   constructor(options: ParkingOptions<E>) {
     this.subscription = options.subscription;
     this.#options = options;
+    this.#store = options.parkedIn ?? options.events.backend;
+    this.#clock = options.events.clock;
   }
 
   /** How many events are parked, as last loaded or changed here. */
@@ -74,7 +92,7 @@ export class Parking<E extends RecordedEvent> {
   async load(): Promise<ParkedEvent[]> {
     const all: ParkedEvent[] = [];
     for (;;) {
-      const page = await this.#options.store.listParked(this.subscription, {
+      const page = await this.#store.listParked(this.subscription, {
         after: all.at(-1)?.position ?? 0,
         limit: 1000,
       });
@@ -111,17 +129,20 @@ export class Parking<E extends RecordedEvent> {
    * it stay parked (their request lapses).
    */
   async retry(handle: (event: E) => void | Promise<void>, stopped: () => boolean): Promise<void> {
+    // Nothing asked for and nothing skipped since the last pass: a pass would change nothing, and reading every
+    // parked event at each poll costs a subscription with many of them (a hot stream blocked) a lot.
+    const { parked, retryRequested } = await this.#store.summarizeParked(this.subscription);
+    if (retryRequested === 0 && parked === this.#parked.size) return;
     const held = new Set<string>();
     for (const parked of await this.load()) {
       if (stopped()) return;
       const behind = parked.keys.some((key) => held.has(key));
       if (behind || !(parked.retryRequested || parked.reason === 'blocked')) {
         for (const key of parked.keys) held.add(key);
-        if (parked.retryRequested)
-          await this.#options.store.parkEvents([{ ...parked, retryRequested: false }]);
+        if (parked.retryRequested) await this.#store.parkEvents([{ ...parked, retryRequested: false }]);
         continue;
       }
-      const event = await this.#options.read(parked.position);
+      const event = await this.#read(parked.position);
       // An event no longer in the store has nothing left to handle.
       if (event !== undefined) {
         try {
@@ -132,20 +153,35 @@ export class Parking<E extends RecordedEvent> {
           continue;
         }
       }
-      await this.#options.store.removeParked(this.subscription, [parked.position]);
+      await this.#store.removeParked(this.subscription, [parked.position]);
       this.#release(parked.position);
-      this.#options.onHandled(parked);
+      this.#options.emit({ type: 'parked-event-handled', position: parked.position });
     }
   }
 
-  /** Marks parked events for a retry (see Subscription.retryParked). */
-  requestRetry(selection: ParkedSelection): Promise<number> {
-    return this.#options.store.requestParkedRetry(this.subscription, selection);
+  /** Marks parked events (default all) for a retry, in order; resolves with how many were marked. */
+  async requestRetry(selection: ParkedSelection = 'all'): Promise<number> {
+    assertParkedSelection(selection);
+    const marked = await this.#store.requestParkedRetry(this.subscription, selection);
+    this.#options.onRequest();
+    return marked;
   }
 
-  /** Drops parked events unhandled; the keys they held are free once they are loaded again. */
-  skip(selection: ParkedSelection): Promise<number> {
-    return this.#options.store.removeParked(this.subscription, selection);
+  /**
+   * Drops parked events (default all) unhandled; resolves with how many were dropped. The keys they held are free
+   * once the parked events are loaded again.
+   */
+  async skip(selection: ParkedSelection = 'all'): Promise<number> {
+    assertParkedSelection(selection);
+    const removed = await this.#store.removeParked(this.subscription, selection);
+    this.#options.onRequest();
+    return removed;
+  }
+
+  /** The event at `position`, undefined if it is gone. */
+  async #read(position: number): Promise<E | undefined> {
+    const [event] = await this.#options.events.readAll<E>({ after: position - 1, maxCount: 1 });
+    return event?.globalPosition === position ? event : undefined;
   }
 
   async #park(
@@ -165,12 +201,13 @@ export class Parking<E extends RecordedEvent> {
       reason,
       error: reason === 'blocked' ? '' : parkedErrorText(error),
       attempts,
-      parkedAt: this.#options.clock.now(),
+      parkedAt: this.#clock.now(),
       retryRequested: false,
     };
-    await this.#options.store.parkEvents([parked]);
+    await this.#store.parkEvents([parked]);
     this.#hold(parked.position, keys);
-    this.#options.onParked(parked);
+    const { position, streamName } = parked;
+    this.#options.emit({ type: 'event-parked', position, streamName, reason, attempts, error: parked.error });
   }
 
   #keysOf(event: E): readonly string[] {

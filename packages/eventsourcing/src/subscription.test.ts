@@ -190,6 +190,51 @@ describe('Subscription', () => {
     await subscription.stop();
   });
 
+  it('reads its parked events again only once a retry or a skip was asked for', async () => {
+    let listings = 0;
+    class CountingBackend extends MemoryEventStoreBackend {
+      override listParked(...args: Parameters<MemoryEventStoreBackend['listParked']>) {
+        listings++;
+        return super.listParked(...args);
+      }
+    }
+    const clock = new VirtualClock({ now: 1_750_000_000_000 });
+    const store = new EventStore({ backend: new CountingBackend(), clock });
+    await append(store, 'a-1', 1, 2);
+    let failing = true;
+    const seen: unknown[] = [];
+    const subscription = store.subscribe({
+      name: 'quiet',
+      maxAttempts: 1,
+      pollIntervalMs: 1000,
+      handler: (event) => {
+        if (failing && event.data === 1) throw new Error('bad');
+        seen.push(event.data);
+      },
+    });
+    let polls = 0;
+    subscription.events.on((event) => {
+      if (event.type === 'caught-up') polls++;
+    });
+    await subscription.caughtUp;
+    assert.equal(subscription.parkedCount, 2);
+    const listed = listings;
+    const before = polls;
+    for (let poll = before + 1; poll <= before + 10; poll++) {
+      await clock.advance(1000);
+      await waitUntil(() => polls >= poll, `poll ${poll}`);
+    }
+    assert.equal(listings, listed, 'ten polls with events parked read none of them');
+    failing = false;
+    // As another process would ask (the CLI): the subscription learns of it at its next poll.
+    assert.equal(await store.retryParked('quiet', 'all'), 2);
+    await clock.advance(1000);
+    await waitUntil(() => seen.length === 2, 'the events are handled at the next poll');
+    assert.deepEqual(seen, [1, 2]);
+    assert.equal(subscription.parkedCount, 0);
+    await subscription.stop();
+  });
+
   it('finds the poison event of a failing batch by handling the batch one event at a time', async () => {
     const { store } = openStore();
     await append(store, 'a-1', 1, 2, 3);

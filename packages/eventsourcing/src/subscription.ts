@@ -11,11 +11,11 @@ import {
   type TimerHandle,
   type Unsubscribe,
 } from '@stratus/core';
-import type { ParkedEvent, ParkedReason, ParkedSelection, RecordedEvent } from './backend.js';
+import type { ParkedEvent, ParkedSelection, RecordedEvent } from './backend.js';
 import { PoisonEventError } from './errors.js';
 import type { EventStore } from './event-store.js';
 import { MemoryParkedEvents } from './memory/memory-parked-events.js';
-import { assertParkedSelection, Parking } from './parking.js';
+import { Parking, type ParkingEventDetail } from './parking.js';
 
 const DEFAULT_BACKOFF = exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
 
@@ -76,16 +76,7 @@ type SubscriptionEventDetail =
       readonly attempt: number;
     }
   | { readonly type: 'checkpointed'; readonly position: number }
-  | {
-      readonly type: 'event-parked';
-      readonly position: number;
-      readonly streamName: string;
-      readonly reason: ParkedReason;
-      readonly attempts: number;
-      /** The error's text as stored ('' when blocked behind another parked event). */
-      readonly error: string;
-    }
-  | { readonly type: 'parked-event-handled'; readonly position: number }
+  | ParkingEventDetail
   | { readonly type: 'stopped'; readonly error: unknown };
 
 export type SubscriptionEvent = StratusEvent & {
@@ -158,16 +149,11 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     // Without a name nothing is stored, parked events included: they last as long as the subscription.
     this.#parking = new Parking<E>({
       subscription: this.name,
-      store: options.name === undefined ? new MemoryParkedEvents() : store.backend,
-      clock: this.#clock,
+      events: store,
+      ...(options.name === undefined ? { parkedIn: new MemoryParkedEvents() } : {}),
       keysOf: options.keysOf,
-      read: async (position) => {
-        const [event] = await store.readAll<E>({ after: position - 1, maxCount: 1 });
-        return event?.globalPosition === position ? event : undefined;
-      },
-      onParked: ({ position, streamName, reason, attempts, error }) =>
-        this.#emit({ type: 'event-parked', position, streamName, reason, attempts, error }),
-      onHandled: ({ position }) => this.#emit({ type: 'parked-event-handled', position }),
+      emit: (detail) => this.#emit(detail),
+      onRequest: () => this.#lookAtParkedNow(),
     });
     this.caughtUp = new Promise((resolve) => {
       this.#reachedEnd = resolve;
@@ -198,19 +184,13 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
   }
 
   /** Asks for parked events (default all) to be handled again, in order; resolves with how many were marked. */
-  async retryParked(selection: ParkedSelection = 'all'): Promise<number> {
-    assertParkedSelection(selection);
-    const marked = await this.#parking.requestRetry(selection);
-    this.#lookAtParkedNow();
-    return marked;
+  retryParked(selection: ParkedSelection = 'all'): Promise<number> {
+    return this.#parking.requestRetry(selection);
   }
 
   /** Drops parked events (default all) without handling them; resolves with how many were dropped. */
-  async skipParked(selection: ParkedSelection = 'all'): Promise<number> {
-    assertParkedSelection(selection);
-    const removed = await this.#parking.skip(selection);
-    this.#lookAtParkedNow();
-    return removed;
+  skipParked(selection: ParkedSelection = 'all'): Promise<number> {
+    return this.#parking.skip(selection);
   }
 
   /** Stops after the event being handled (if any); resolves when it has stopped. */

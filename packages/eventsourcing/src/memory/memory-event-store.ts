@@ -9,6 +9,7 @@ import {
   type ListStreamsQuery,
   type ParkedEvent,
   type ParkedSelection,
+  type ParkedSummary,
   type ReadAllQuery,
   type ReadStreamQuery,
   type RecordedEvent,
@@ -184,6 +185,11 @@ export class MemoryEventStoreBackend implements EventStoreBackend {
   async countParked(): Promise<Record<string, number>> {
     this.#open();
     return this.#parked.countParked();
+  }
+
+  async summarizeParked(subscription: string): Promise<ParkedSummary> {
+    this.#open();
+    return this.#parked.summarizeParked(subscription);
   }
 
   async loadSnapshot(streamName: string): Promise<StoredSnapshot | undefined> {

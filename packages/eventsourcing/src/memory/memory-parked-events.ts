@@ -1,4 +1,4 @@
-import type { ListParkedQuery, ParkedEvent, ParkedSelection } from '../backend.js';
+import type { ListParkedQuery, ParkedEvent, ParkedSelection, ParkedSummary } from '../backend.js';
 import type { ParkedEventStore } from '../parking.js';
 
 /** Parked events in process memory: the memory backend's, and those of subscriptions without a name. */
@@ -49,6 +49,11 @@ export class MemoryParkedEvents implements ParkedEventStore {
       marked++;
     }
     return marked;
+  }
+
+  async summarizeParked(subscription: string): Promise<ParkedSummary> {
+    const parked = [...(this.#bySubscription.get(subscription)?.values() ?? [])];
+    return { parked: parked.length, retryRequested: parked.filter((event) => event.retryRequested).length };
   }
 
   async countParked(): Promise<Record<string, number>> {

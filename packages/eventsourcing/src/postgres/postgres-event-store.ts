@@ -21,6 +21,7 @@ import {
   type ListStreamsQuery,
   type ParkedEvent,
   type ParkedSelection,
+  type ParkedSummary,
   type ReadAllQuery,
   type ReadStreamQuery,
   type RecordedEvent,
@@ -262,6 +263,13 @@ export class PostgresEventStoreBackend implements EventStoreBackend {
     return this.#changeParked(this.#sql.requestParkedRetry, subscription, selection);
   }
 
+  async summarizeParked(subscription: string): Promise<ParkedSummary> {
+    const [row] = await this.#query<{ parked: number; retry_requested: number }>(this.#sql.summarizeParked, [
+      subscription,
+    ]);
+    return { parked: row?.parked ?? 0, retryRequested: row?.retry_requested ?? 0 };
+  }
+
   async countParked(): Promise<Record<string, number>> {
     const rows = await this.#query<{ subscription: string; parked: number }>(this.#sql.countParked, []);
     return Object.fromEntries(rows.map((row) => [row.subscription, row.parked]));
@@ -456,6 +464,11 @@ function statements(schema: string) {
     countParked: named(
       'count_parked',
       `SELECT subscription, count(*)::int AS parked FROM ${S}.es_parked GROUP BY subscription`,
+    ),
+    summarizeParked: named(
+      'summarize_parked',
+      `SELECT count(*)::int AS parked, count(*) FILTER (WHERE retry_requested)::int AS retry_requested
+       FROM ${S}.es_parked WHERE subscription = $1`,
     ),
     loadSnapshot: named(
       'load_snapshot',

@@ -13,10 +13,10 @@ import {
   type TimerHandle,
   type Unsubscribe,
 } from '@stratus/core';
-import type { ParkedEvent, ParkedReason, ParkedSelection, RecordedEvent } from '../backend.js';
+import type { ParkedEvent, ParkedSelection, RecordedEvent } from '../backend.js';
 import { PoisonEventError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
-import { assertParkedSelection, Parking } from '../parking.js';
+import { Parking, type ParkingEventDetail } from '../parking.js';
 import type { ProjectionTarget } from './target.js';
 
 /** A materialized view: how to create its tables, and how each event changes them. */
@@ -98,15 +98,7 @@ type RunnerEventDetail =
       readonly error: unknown;
       readonly attempt: number;
     }
-  | {
-      readonly type: 'event-parked';
-      readonly position: number;
-      readonly streamName: string;
-      readonly reason: ParkedReason;
-      readonly attempts: number;
-      readonly error: string;
-    }
-  | { readonly type: 'parked-event-handled'; readonly position: number };
+  | ParkingEventDetail;
 
 export type ProjectionRunnerEvent = StratusEvent & { readonly component: 'projection' } & RunnerEventDetail;
 
@@ -231,16 +223,10 @@ export class ProjectionRunner<Tx> {
     if (options.keysOf !== undefined) assertFunction('keysOf', options.keysOf);
     this.#parking = new Parking({
       subscription: `projection:${projection.name}@${projection.version}`,
-      store: store.backend,
-      clock: this.#clock,
+      events: store,
       keysOf: options.keysOf,
-      read: async (position) => {
-        const [event] = await store.readAll({ after: position - 1, maxCount: 1 });
-        return event?.globalPosition === position ? event : undefined;
-      },
-      onParked: ({ position, streamName, reason, attempts, error }) =>
-        this.#emit({ type: 'event-parked', position, streamName, reason, attempts, error }),
-      onHandled: ({ position }) => this.#emit({ type: 'parked-event-handled', position }),
+      emit: (detail) => this.#emit(detail),
+      onRequest: () => this.#lookAtParkedNow(),
     });
     this.caughtUp = new Promise((resolve) => {
       this.#reachedEnd = resolve;
@@ -276,19 +262,13 @@ export class ProjectionRunner<Tx> {
   }
 
   /** Asks for parked events (default all) to be applied again, in order; resolves with how many were marked. */
-  async retryParked(selection: ParkedSelection = 'all'): Promise<number> {
-    assertParkedSelection(selection);
-    const marked = await this.#parking.requestRetry(selection);
-    this.#lookAtParkedNow();
-    return marked;
+  retryParked(selection: ParkedSelection = 'all'): Promise<number> {
+    return this.#parking.requestRetry(selection);
   }
 
   /** Drops parked events (default all) without applying them; resolves with how many were dropped. */
-  async skipParked(selection: ParkedSelection = 'all'): Promise<number> {
-    assertParkedSelection(selection);
-    const removed = await this.#parking.skip(selection);
-    this.#lookAtParkedNow();
-    return removed;
+  skipParked(selection: ParkedSelection = 'all'): Promise<number> {
+    return this.#parking.skip(selection);
   }
 
   /** How far behind the event log the view is. */

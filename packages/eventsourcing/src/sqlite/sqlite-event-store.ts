@@ -18,6 +18,7 @@ import {
   type ListStreamsQuery,
   type ParkedEvent,
   type ParkedSelection,
+  type ParkedSummary,
   type ReadAllQuery,
   type ReadStreamQuery,
   type RecordedEvent,
@@ -129,6 +130,8 @@ const SQL = {
     'UPDATE es_parked SET retry_requested = 1 WHERE subscription = ? AND position IN (SELECT value FROM json_each(?))',
   requestAllParkedRetry: 'UPDATE es_parked SET retry_requested = 1 WHERE subscription = ?',
   countParked: 'SELECT subscription, count(*) AS parked FROM es_parked GROUP BY subscription',
+  summarizeParked:
+    'SELECT count(*) AS parked, coalesce(sum(retry_requested), 0) AS retry_requested FROM es_parked WHERE subscription = ?',
   loadSnapshot: 'SELECT version, state, schema_version, taken_at FROM es_snapshots WHERE stream_name = ?',
   storeSnapshot:
     'INSERT INTO es_snapshots (stream_name, version, state, schema_version, taken_at) VALUES (?, ?, ?, ?, ?) ' +
@@ -375,6 +378,16 @@ export class SqliteEventStoreBackend implements EventStoreBackend {
 
   async requestParkedRetry(subscription: string, selection: ParkedSelection): Promise<number> {
     return this.#changeParked(subscription, selection, SQL.requestAllParkedRetry, SQL.requestParkedRetry);
+  }
+
+  async summarizeParked(subscription: string): Promise<ParkedSummary> {
+    const row = this.#db()
+      .prepare(SQL.summarizeParked)
+      .get<{ parked: number; retry_requested: number }>(subscription) as {
+      parked: number;
+      retry_requested: number;
+    };
+    return { parked: row.parked, retryRequested: row.retry_requested };
   }
 
   async countParked(): Promise<Record<string, number>> {
