@@ -21,6 +21,8 @@ export interface AbuseLimitSettings {
   readonly orders: RatePerWindow;
   /** Conference creations (attempts) per client (RATE_LIMIT_CONFERENCES, default 10/3600). */
   readonly conferences: RatePerWindow;
+  /** Payment webhook calls with a bad signature per client (RATE_LIMIT_WEBHOOK_FAILURES, default 10/60). */
+  readonly webhookFailures: RatePerWindow;
   /** Wrong access codes, per conference (or e-mail) and per client, before a lockout (LOCKOUT_AFTER, default 5). */
   readonly lockoutAfter: number;
   /** The first lockout; later ones last longer (LOCKOUT_SECONDS, default 60). */
@@ -56,6 +58,7 @@ export function abuseLimitsFromEnv(env: NodeJS.ProcessEnv): AbuseLimitSettings |
     orderLookup: perWindow(env, 'RATE_LIMIT_ORDER_LOOKUP', { limit: 10, windowMs: 60_000 }),
     orders: perWindow(env, 'RATE_LIMIT_ORDERS', { limit: 10, windowMs: 60_000 }),
     conferences: perWindow(env, 'RATE_LIMIT_CONFERENCES', { limit: 10, windowMs: 3_600_000 }),
+    webhookFailures: perWindow(env, 'RATE_LIMIT_WEBHOOK_FAILURES', { limit: 10, windowMs: 60_000 }),
     lockoutAfter: wholeNumber(env, 'LOCKOUT_AFTER', 5, 1, 1000),
     lockoutMs: positiveSeconds(env, 'LOCKOUT_SECONDS', 60_000),
     openOrdersPerClient: wholeNumber(env, 'MAX_OPEN_ORDERS_PER_CLIENT', 5, 1, 100_000),

@@ -26,6 +26,7 @@ describe('configFromEnv', () => {
       orderLookup: { limit: 10, windowMs: 60_000 },
       orders: { limit: 10, windowMs: 60_000 },
       conferences: { limit: 10, windowMs: 3_600_000 },
+      webhookFailures: { limit: 10, windowMs: 60_000 },
       lockoutAfter: 5,
       lockoutMs: 60_000,
       openOrdersPerClient: 5,
@@ -33,12 +34,14 @@ describe('configFromEnv', () => {
     });
     const tuned = configFromEnv({
       RATE_LIMIT_SIGN_IN: '3/30',
+      RATE_LIMIT_WEBHOOK_FAILURES: '20/10',
       LOCKOUT_AFTER: '8',
       LOCKOUT_SECONDS: '120',
       MAX_OPEN_ORDERS_PER_CLIENT: '2',
       MAX_HELD_SEATS_PER_CLIENT: '100',
     }).abuseLimits;
     assert.deepEqual(tuned?.signIn, { limit: 3, windowMs: 30_000 });
+    assert.deepEqual(tuned?.webhookFailures, { limit: 20, windowMs: 10_000 });
     assert.equal(tuned?.lockoutAfter, 8);
     assert.equal(tuned?.lockoutMs, 120_000);
     assert.equal(tuned?.openOrdersPerClient, 2);

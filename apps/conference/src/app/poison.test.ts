@@ -7,8 +7,7 @@ import { uuidv7 } from '@stratus/core';
 import { EventStore, SqliteEventStoreBackend } from '@stratus/eventsourcing';
 import { buildServer } from '../http/server.js';
 import { configFromEnv } from './config.js';
-import { orderIn, publishedConference } from './fixtures/system-scenarios.js';
-import { startOrderPayment } from './payments.js';
+import { orderIn, paymentFor, publishedConference, reservedOrder } from './fixtures/system-scenarios.js';
 import { startConferenceSystem } from './system.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-poison-'));
@@ -36,23 +35,10 @@ test('a poison event is parked and reported; every other order goes on (finding 
     ]);
     // An order placed after the poison event is reserved, paid and confirmed: nothing waits behind it.
     const { conferenceId, general } = await publishedConference(system, { general: 10, workshop: 1 });
-    const orderId = uuidv7();
-    await system.commands.send('RegisterToConference', {
-      orderId,
-      conferenceId,
-      seats: [{ seatTypeId: general, quantity: 2 }],
-    });
-    const reserved = await orderIn(system, orderId, 'reserved');
-    assert.ok(reserved, 'the order after the poison event is reserved');
-    const payment = await startOrderPayment(system.commands, system.clock, {
-      orderId,
-      conferenceId,
-      description: 'Registration',
-      totalCents: reserved.totalCents,
-      expiresAt: Number.MAX_SAFE_INTEGER,
-    });
+    const reserved = await reservedOrder(system, conferenceId, [{ seatTypeId: general, quantity: 2 }]);
+    const payment = await paymentFor(system, reserved);
     await system.commands.send('CompleteThirdPartyProcessorPayment', { paymentId: payment });
-    assert.ok(await orderIn(system, orderId, 'confirmed'), 'and confirmed');
+    assert.ok(await orderIn(system, reserved.orderId, 'confirmed'), 'and confirmed');
 
     const parked = await system.parkedEvents();
     const [[name, count] = []] = Object.entries(parked);

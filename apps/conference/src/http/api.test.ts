@@ -10,7 +10,7 @@ import { type ConferenceSystem, startConferenceSystem } from '../app/system.js';
 import { ACCESS_CODE_PATTERN } from '../domain/access-code.js';
 import type { OrderStatus } from '../read-models/order-view.js';
 import { apiRoutes } from './api.js';
-import { operations } from './openapi.js';
+import { operations } from './api-operations.js';
 import { orderToken } from './order-token.js';
 import { signOwnerToken, verifyOwnerToken } from './owner-token.js';
 

@@ -2,9 +2,9 @@
  * The JSON API (a Fastify plugin): the owner's side (conferences, seat types, publishing, orders) behind a bearer
  * token, and the registrant's side mirroring the public web flow (order seats, wait for the reservation, name the
  * registrant, pay or confirm a free order, find the order, assign seats), each order behind its own token. Routes,
- * schemas and the OpenAPI document come from one table (openapi.ts), whose request schemas are the inputs the web
- * forms share (./schemas/inputs.ts), and which also says what each operation checks before its handler runs (rate
- * limit, owner token, order token); the handlers live in ./api/, by topic.
+ * schemas and the OpenAPI document come from one table (api-operations.ts), whose request schemas are the inputs
+ * the web forms share (./schemas/inputs.ts), and which also says what each operation checks before its handler runs
+ * (rate limit, owner token, order token); the handlers live in ./api/, by topic.
  *
  * Writes answer once the read models show them (bounded by SETTLE_MS), so a caller's next read sees its own write;
  * the seat reservation itself stays asynchronous (202 + Location, then GET with `?wait=`).
@@ -20,13 +20,15 @@ import { paymentHandlers } from './api/payments.js';
 import { registrationHandlers } from './api/registration.js';
 import { seatAssignmentHandlers } from './api/seat-assignments.js';
 import { bearerToken, type Handlers, param, type RoutedOperationId } from './api/support.js';
+import { type ApiOperation, type OperationId, operations } from './api-operations.js';
 import { type AbuseLimits, abuseLimitsFor } from './limits/abuse-limits.js';
 import { addRateLimitFields } from './limits/rate-limit-fields.js';
 import { TooManyRequestsError } from './limits/too-many-requests.js';
-import { type ApiOperation, type OperationId, openApiDocument, operations, schemas } from './openapi.js';
+import { openApiDocument } from './openapi.js';
 import { isOrderToken } from './order-token.js';
 import { secretOption } from './owner-token.js';
 import { paymentWebhookRoute, simulatedProcessor } from './payment-callbacks.js';
+import { schemas } from './schemas/api-schemas.js';
 import { apiSchemaCompiler } from './schemas/compiler.js';
 
 export interface ApiOptions extends OwnerTokenOptions {
@@ -96,5 +98,5 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
     });
   }
   // In a scope of its own: it reads JSON as text, to check the signature over it.
-  await app.register(async (scope) => paymentWebhookRoute(scope, system));
+  await app.register(async (scope) => paymentWebhookRoute(scope, system, limits));
 }

@@ -8,9 +8,9 @@ import { uuidv7 } from '@stratus/core';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { ConferenceSystem } from '../app/system.js';
 import { apiRoutes } from './api.js';
+import { type ApiOperation, operations } from './api-operations.js';
 import { InjectBrowser, placeSiteOrder, REGISTRANT_FIELDS } from './fixtures/browser.js';
 import { startWebApp, type WebApp } from './fixtures/web-app.js';
-import { type ApiOperation, operations } from './openapi.js';
 import { orderToken } from './order-token.js';
 import { pageRoutes } from './pages/index.js';
 

@@ -8,11 +8,16 @@ import { parsePaymentOutcome } from '../payments/processor.js';
 import { SimulatedPaymentProcessor } from '../payments/simulated-processor.js';
 import { SIGNATURE_HEADER, verifyWebhook, WebhookSignatureError } from '../payments/webhook.js';
 import { HttpError } from './api/errors.js';
+import type { AbuseLimits } from './limits/abuse-limits.js';
 
 export const WEBHOOK_PATH = '/api/payments/webhook';
 
 /** Registers the webhook (none runs with PAYMENTS=off). Its body is read as text: the signature is over the bytes. */
-export async function paymentWebhookRoute(app: FastifyInstance, system: ConferenceSystem): Promise<void> {
+export async function paymentWebhookRoute(
+  app: FastifyInstance,
+  system: ConferenceSystem,
+  limits: AbuseLimits,
+): Promise<void> {
   if (system.config.payments === 'off') return;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(
@@ -23,11 +28,13 @@ export async function paymentWebhookRoute(app: FastifyInstance, system: Conferen
   app.post(WEBHOOK_PATH, async (request, reply) => {
     const body = typeof request.body === 'string' ? request.body : '';
     try {
-      verifyWebhook(
-        system.config.paymentsWebhookSecret,
-        request.headers[SIGNATURE_HEADER],
-        body,
-        system.clock.now(),
+      await limits.verifySignature(request.ip, () =>
+        verifyWebhook(
+          system.config.paymentsWebhookSecret,
+          request.headers[SIGNATURE_HEADER],
+          body,
+          system.clock.now(),
+        ),
       );
     } catch (error) {
       if (error instanceof WebhookSignatureError) throw new HttpError(401, error.message);

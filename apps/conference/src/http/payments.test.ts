@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { uuidv7 } from '@stratus/core';
 import { configFromEnv } from '../app/config.js';
-import { orderIn, publishedConference } from '../app/fixtures/system-scenarios.js';
-import { startOrderPayment } from '../app/payments.js';
+import { paymentFor, publishedConference, reservedOrder } from '../app/fixtures/system-scenarios.js';
 import type { ConferenceSystem } from '../app/system.js';
 import { SIGNATURE_HEADER, signWebhook } from '../payments/webhook.js';
 import { startTestServer, type TestServer } from './fixtures/test-server.js';
@@ -18,23 +17,10 @@ const SECRET = 'the payments webhook secret, 32 bytes or more';
 /** A reserved order of 2 seats at 199.00 and a payment started for its total. */
 async function paymentStarted(system: ConferenceSystem) {
   const { conferenceId, general } = await publishedConference(system, { general: 10, workshop: 1 });
-  const orderId = uuidv7();
-  await system.commands.send('RegisterToConference', {
-    orderId,
-    conferenceId,
-    seats: [{ seatTypeId: general, quantity: 2 }],
-  });
-  const order = await orderIn(system, orderId, 'reserved');
-  assert.ok(order);
-  const paymentId = await startOrderPayment(system.commands, system.clock, {
-    orderId,
-    conferenceId,
-    description: 'Registration',
-    totalCents: order.totalCents,
-    expiresAt: Number.MAX_SAFE_INTEGER,
-  });
+  const order = await reservedOrder(system, conferenceId, [{ seatTypeId: general, quantity: 2 }]);
+  const paymentId = await paymentFor(system, order);
   await system.waitFor(() => system.queries.payment(paymentId), 10_000);
-  return { orderId, paymentId, totalCents: order.totalCents };
+  return { orderId: order.orderId, paymentId, totalCents: order.totalCents };
 }
 
 describe('payments: the simulated processor and its signed webhook (finding 3)', () => {
@@ -47,10 +33,11 @@ describe('payments: the simulated processor and its signed webhook (finding 3)',
   });
   after(() => server?.stop());
 
-  const webhook = (body: string, signature?: string) =>
+  const webhook = (body: string, signature?: string, remoteAddress = '127.0.0.1') =>
     server.app.inject({
       method: 'POST',
       url: '/api/payments/webhook',
+      remoteAddress,
       headers: {
         'content-type': 'application/json',
         ...(signature ? { [SIGNATURE_HEADER]: signature } : {}),
@@ -80,6 +67,23 @@ describe('payments: the simulated processor and its signed webhook (finding 3)',
       'replayed',
     );
     assert.equal((await server.system.queries.payment(paymentId))?.status, 'initiated');
+  });
+
+  test('a client that sent 10 bad signatures within a minute is refused with 429; others are not', async () => {
+    const { paymentId, totalCents } = await paymentStarted(server.system);
+    const body = outcome(paymentId, totalCents);
+    const forged = signWebhook('another secret, 32 bytes or more!!', body, server.system.clock.now());
+    for (let i = 0; i < 10; i++) assert.equal((await webhook(body, forged, '203.0.113.7')).statusCode, 401);
+    const signed = signWebhook(SECRET, body, server.system.clock.now());
+    const refused = await webhook(body, signed, '203.0.113.7');
+    assert.equal(refused.statusCode, 429, 'refused unchecked, even with a good signature');
+    assert.ok(Number(refused.headers['retry-after']) > 0, `Retry-After: ${refused.headers['retry-after']}`);
+    assert.equal((await server.system.queries.payment(paymentId))?.status, 'initiated');
+    assert.equal(
+      (await webhook(body, signed, '203.0.113.8')).statusCode,
+      204,
+      'another client is not limited',
+    );
   });
 
   test('a signed callback settles the payment; a malformed one is a 400', async () => {

@@ -8,6 +8,7 @@ import {
 } from '@stratus/eventsourcing';
 import { openSqlite, type SqliteDatabase } from '@stratus/sql';
 import type { RegistrationEvent } from '../domain/contracts.js';
+import { conferenceDetails } from '../domain/fixtures/conference-details.js';
 import {
   CONFERENCE,
   CONFERENCE_SLUG,
@@ -72,15 +73,6 @@ function harness(definition: DocumentProjectionDefinition) {
   };
 }
 
-const details = {
-  name: 'CQRS Summit',
-  description: 'All about CQRS',
-  location: 'Redmond',
-  tagline: 'Commands and queries',
-  twitterSearch: '#cqrs',
-  startDate: '2027-03-01',
-  endDate: '2027-03-03',
-};
 const created: RegistrationEvent = {
   type: 'ConferenceCreated',
   data: {
@@ -88,7 +80,7 @@ const created: RegistrationEvent = {
     slug: 'cqrs27',
     owner: { name: 'Ann', email: 'Ann@Example.com' },
     accessCode: 'ABC123',
-    ...details,
+    ...conferenceDetails,
   },
 };
 const seat = (seatTypeId: string, quantity: number) => ({ seatTypeId, quantity });
@@ -124,7 +116,7 @@ describe('conference view', () => {
     const view = harness(conferenceView);
     view.given('conference-c1', created, {
       type: 'ConferenceUpdated',
-      data: { conferenceId: 'c1', ...details, name: 'CQRS Summit 2027', startDate: '2027-04-01' },
+      data: { conferenceId: 'c1', ...conferenceDetails, name: 'CQRS Summit 2027', startDate: '2027-04-01' },
     });
     view.given('conference-c1', { type: 'ConferencePublished', data: { conferenceId: 'c1' } });
     assert.equal(view.get<ConferenceView>(CONFERENCE, 'c1')?.isPublished, true);
@@ -141,12 +133,12 @@ describe('conference view', () => {
     const summary = () => view.get<PublishedConferenceView>(PUBLISHED_CONFERENCE, 'c1');
     const updated = (name: string): RegistrationEvent => ({
       type: 'ConferenceUpdated',
-      data: { conferenceId: 'c1', ...details, name },
+      data: { conferenceId: 'c1', ...conferenceDetails, name },
     });
     view.given('conference-c1', created, updated('Not listed yet'));
     assert.equal(summary(), undefined);
     view.given('conference-c1', { type: 'ConferencePublished', data: { conferenceId: 'c1' } });
-    const { name, tagline, location, startDate, endDate } = details;
+    const { name, tagline, location, startDate, endDate } = conferenceDetails;
     assert.deepEqual(summary(), {
       id: 'c1',
       slug: 'cqrs27',

@@ -8,11 +8,11 @@ import type { PersonalInfo } from '../../domain/contracts.js';
 import { InvalidOperationError, NotFoundError } from '../../domain/errors.js';
 import type { ConferenceView } from '../../read-models/conference-view.js';
 import type { AssignmentsView, OrderView } from '../../read-models/order-view.js';
-import type { OperationId, operations } from '../openapi.js';
+import type { OperationId, operations } from '../api-operations.js';
 
 export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-/** The operations of the table (openapi.ts) routed from it: all but those with a raw body. */
+/** The operations of the table (api-operations.ts) routed from it: all but those with a raw body. */
 export type RoutedOperationId = {
   [Id in OperationId]: (typeof operations)[Id] extends { readonly raw: true } ? never : Id;
 }[OperationId];

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openApiDocument, operations } from '../openapi.js';
+import { operations } from '../api-operations.js';
+import { openApiDocument } from '../openapi.js';
 import { OpenApiDocumentError, readOpenApi } from './openapi-operations.js';
 
 test("readOpenApi reads every operation of the app's document: parameters, body, bearer security", () => {

@@ -4,6 +4,7 @@
  * process when scaled out), keyed by client (the address Fastify sees, `request.ip`: see TRUST_PROXY):
  *
  * - request rates per client: owner log-ins and sign-ins, order look-ups, orders placed, conferences created;
+ * - bad signatures on the payment webhook per client;
  * - the lockout after wrong access codes (code-lockout.ts), per target and per client;
  * - caps on what one client holds of one conference: orders and seats within a reservation window (an unpaid order
  *   holds its seats at most that long), so that a script cannot hold every seat by renewing orders.
@@ -25,13 +26,14 @@ import { CodeLockout } from './code-lockout.js';
 import { inWords, TooManyRequestsError } from './too-many-requests.js';
 
 /** What a request rate limits. */
-export type RateLimitKind = 'signIn' | 'orderLookup' | 'orders' | 'conferences';
+export type RateLimitKind = 'signIn' | 'orderLookup' | 'orders' | 'conferences' | 'webhookFailures';
 
 const POLICIES: Readonly<Record<RateLimitKind, string>> = {
   signIn: 'sign-in',
   orderLookup: 'order-lookup',
   orders: 'orders',
   conferences: 'conferences',
+  webhookFailures: 'webhook-failures',
 };
 
 export interface AbuseLimitsOptions {
@@ -83,6 +85,28 @@ export class AbuseLimits {
     const windowMs = limiter.windowMs ?? 0;
     if (!result.allowed) throw TooManyRequestsError.of('Too many requests.', result, limiter.name, windowMs);
     return rateLimitHeaders(result, { policy: limiter.name, windowMs });
+  }
+
+  /**
+   * Checks the signature of a payment webhook call (`verify` throws on a bad one). Only bad signatures count: a
+   * processor's callbacks come from few addresses, and a client that has sent too many bad ones is refused without
+   * checking, so guessing signatures costs the app little and gets the guesser nowhere.
+   */
+  async verifySignature(client: string, verify: () => void): Promise<void> {
+    const limiter = this.#limits?.rates.webhookFailures;
+    if (limiter === undefined) return verify();
+    const windowMs = limiter.windowMs ?? 0;
+    const state = await limiter.acquire(client, 0);
+    if (state.remaining <= 0) {
+      const refused = { ...state, allowed: false, retryAfterMs: state.resetMs };
+      throw TooManyRequestsError.of('Too many bad signatures.', refused, limiter.name, windowMs);
+    }
+    try {
+      verify();
+    } catch (error) {
+      await limiter.acquire(client);
+      throw error;
+    }
   }
 
   /**

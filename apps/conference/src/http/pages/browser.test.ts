@@ -16,6 +16,7 @@ import Fastify from 'fastify';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { configFromEnv } from '../../app/config.js';
 import { startSystem } from '../../app/threaded-system.js';
+import { abuseLimitsFor } from '../limits/abuse-limits.js';
 import { paymentWebhookRoute } from '../payment-callbacks.js';
 import { securityHeaders } from '../security-headers.js';
 import { pageRoutes } from './index.js';
@@ -75,7 +76,7 @@ describe('the conference web sites in Chromium', { skip }, () => {
       securityHeaders(app);
       await app.register(pageRoutes, { system });
       // The simulated processor calls the app back at the API's webhook.
-      await app.register(async (scope) => paymentWebhookRoute(scope, system));
+      await app.register(async (scope) => paymentWebhookRoute(scope, system, abuseLimitsFor(system)));
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
       const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });

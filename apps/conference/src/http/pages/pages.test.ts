@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../../app/system.js';
 import { InjectBrowser, placeSiteOrder, REGISTRANT_FIELDS } from '../fixtures/browser.js';
 import { startWebApp, type WebApp } from '../fixtures/web-app.js';
+import { abuseLimitsFor } from '../limits/abuse-limits.js';
 import { orderToken } from '../order-token.js';
 import { ownerTokenSecret } from '../owner-token.js';
 import { paymentWebhookRoute } from '../payment-callbacks.js';
@@ -20,7 +21,7 @@ before(async () => {
   web = await startWebApp({ RATE_LIMITS: 'off' }, async (instance, started) => {
     await instance.register(pageRoutes, { system: started });
     // The simulated processor calls the app back at the API's webhook.
-    await instance.register(async (scope) => paymentWebhookRoute(scope, started));
+    await instance.register(async (scope) => paymentWebhookRoute(scope, started, abuseLimitsFor(started)));
   });
   ({ system, app } = web);
   browser = new InjectBrowser(app);
