@@ -20,6 +20,7 @@ import { type Consumer, QueueMetricsCollector } from '@stratus/messaging';
 import type { RateLimitStore } from '@stratus/resilience';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type CommandType, SEATS_AVAILABILITY_COMMANDS } from '../domain/contracts.js';
+import type { PaymentState } from '../domain/payment.js';
 import {
   type RegistrationProcessEvent,
   type RegistrationProcessState,
@@ -76,6 +77,11 @@ export interface ConferenceSystem {
   readonly commands: CommandBus;
   readonly management: ConferenceManagement;
   readonly queries: Queries;
+  /**
+   * A payment as its own stream says now, undefined when there is none. Unlike the payments view it has no lag: the
+   * simulated processor settles a payment the moment it was started.
+   */
+  payment(paymentId: string): Promise<PaymentState | undefined>;
   /** Where the web's abuse limits count (shared by the web processes when scaled out). */
   readonly rateLimits: RateLimitStore;
   /** Resolves with `check`'s first non-undefined answer, re-checked as views change, or undefined after `timeoutMs`. */
@@ -333,6 +339,10 @@ export async function startConferenceSystem(
     commands: webBus,
     management,
     queries,
+    async payment(paymentId) {
+      const { state, version } = await repositories.payments.load(paymentId);
+      return version === 0 ? undefined : state;
+    },
     rateLimits: infrastructure.rateLimits,
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     absent: (collection, id) => waits.absent(collection, id),

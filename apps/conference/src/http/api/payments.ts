@@ -5,7 +5,6 @@
 import type { FastifyRequest } from 'fastify';
 import { startOrderPayment } from '../../app/payments.js';
 import type { ConferenceSystem } from '../../app/system.js';
-import { CURRENCY } from '../../domain/contracts.js';
 import { InvalidOperationError, NotFoundError } from '../../domain/errors.js';
 import type { SimulatedPaymentProcessor } from '../../payments/simulated-processor.js';
 import type { OrderView } from '../../read-models/order-view.js';
@@ -24,10 +23,10 @@ export function paymentHandlers(
     if (processor === undefined)
       throw new HttpError(404, 'No simulated payment processor runs here (PAYMENTS=off).');
     const paymentId = uuidParam(request, 'paymentId', 'Payment');
-    const payment = await queries.payment(paymentId);
+    const payment = await system.payment(paymentId);
     if (payment === undefined) throw new NotFoundError('Payment', paymentId);
     const status = await processor.decide(
-      { paymentId, totalCents: payment.totalCents, currency: CURRENCY },
+      { paymentId, totalCents: payment.totalCents, currency: payment.currency },
       accepted,
     );
     if (status === 409)
@@ -58,8 +57,8 @@ export function paymentHandlers(
         totalCents: order.totalCents,
         expiresAt: (order.reservationExpiresAt ?? clock.now()) + system.config.reservationGraceMs,
       });
-      // Answered once the payment shows, so the registrant's next call (at the processor) finds it.
-      await settle(system, async () => (await queries.payment(paymentId)) !== undefined);
+      // The processor reads the payment from its stream (system.payment), so the registrant's next call finds it
+      // without waiting for the payments view.
       return reply.code(201).send({ paymentId });
     },
 
