@@ -64,7 +64,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
     ...ownerConferenceHandlers(system, auth.ownerToken),
     ...ownerSeatTypeHandlers(system),
     ...registrationHandlers(system, limits, secret),
-    ...paymentHandlers(system, simulatedProcessor(system, app)),
+    ...paymentHandlers(system, simulatedProcessor(system)),
     ...seatAssignmentHandlers(system),
     async openApi() {
       return document;

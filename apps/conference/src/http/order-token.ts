@@ -5,9 +5,26 @@
  */
 import { sameSignature, signature } from './owner-token.js';
 
+/** Orders whose signature was computed lately, per secret: most of an order's requests come within a minute. */
+const recent = new WeakMap<Buffer, Map<string, Buffer>>();
+/** Signatures kept per secret: 32 bytes each, the oldest dropped first. */
+const RECENT_SIGNATURES = 10_000;
+
 function orderSignature(orderId: string, secret: Buffer): Buffer {
-  // The prefix keeps it apart from owner tokens' signatures, which are over base64url text without line breaks.
-  return signature(`order\n${orderId.toLowerCase()}`, secret);
+  let signatures = recent.get(secret);
+  if (signatures === undefined) {
+    signatures = new Map();
+    recent.set(secret, signatures);
+  }
+  const id = orderId.toLowerCase();
+  let computed = signatures.get(id);
+  if (computed === undefined) {
+    // The prefix keeps it apart from owner tokens' signatures, which are over base64url text without line breaks.
+    computed = signature(`order\n${id}`, secret);
+    if (signatures.size >= RECENT_SIGNATURES) signatures.delete(signatures.keys().next().value as string);
+    signatures.set(id, computed);
+  }
+  return computed;
 }
 
 export function orderToken(orderId: string, secret: Buffer): string {

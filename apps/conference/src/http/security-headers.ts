@@ -1,5 +1,5 @@
 /**
- * Security headers on every response, from one onSend hook (the few fields needed, each chosen here, rather than a
+ * Security headers on every response, from one onRequest hook (the few fields needed, each chosen here, rather than a
  * dependency). Scripts and styles run only if they are the pages' own inline countdown script and stylesheet (allowed
  * by their hashes, so no 'unsafe-inline'); nothing else loads, forms post only to this site, no page can be framed
  * (clickjacking); browsers neither sniff content types nor send a referrer, since owner URLs carry the access code;
@@ -33,10 +33,11 @@ const HEADERS: Readonly<Record<string, string>> = {
 
 /** Adds the hook to `app` itself (not encapsulated): every route, 404 and error answer gets the headers. */
 export function securityHeaders(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Set as the request arrives (a route may still replace cache-control): an onSend hook, and an async one at
+  // that, cost every answer a pass through Fastify's send hooks.
+  app.addHook('onRequest', (request, reply, done) => {
     void reply.headers(HEADERS);
-    if (request.url.startsWith('/api/') && !reply.hasHeader('cache-control'))
-      void reply.header('cache-control', 'no-store');
-    return payload;
+    if (request.url.startsWith('/api/')) void reply.header('cache-control', 'no-store');
+    done();
   });
 }

@@ -83,7 +83,7 @@ export async function startPayment(
 
 export function paymentRoutes(app: FastifyInstance, system: ConferenceSystem, access: SiteAccess): void {
   const { queries } = system;
-  const processor = simulatedProcessor(system, app);
+  const processor = simulatedProcessor(system);
   const message = (
     reply: FastifyReply,
     status: number,
