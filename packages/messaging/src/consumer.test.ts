@@ -365,9 +365,14 @@ describe('Consumer', () => {
       }
     }
     type Step = { order: string; step: number };
-    async function sessions(orders: readonly string[], steps: number, backend = new CountingBackend()) {
+    async function sessions(
+      orders: readonly string[],
+      steps: number,
+      backend = new CountingBackend(),
+      queueOptions: QueueOptions = {},
+    ) {
       const { messaging, clock, events } = await setup({}, backend);
-      await messaging.createQueue('orders', { sessions: true, maxDeliveryCount: 5 });
+      await messaging.createQueue('orders', { sessions: true, maxDeliveryCount: 5, ...queueOptions });
       const queue = messaging.queue<Step>('orders');
       const batch = [];
       for (let step = 0; step < steps; step++)
@@ -434,8 +439,10 @@ describe('Consumer', () => {
       ]);
     });
 
-    it('moves on to the rest of a batch after a message is dead-lettered', async () => {
-      const { messaging, queue } = await sessions(['A'], 3);
+    it("moves on to the rest of a batch after a message is dead-lettered, with onSessionDeadLetter 'continue'", async () => {
+      const { messaging, queue } = await sessions(['A'], 3, new CountingBackend(), {
+        onSessionDeadLetter: 'continue',
+      });
       const seen: number[] = [];
       const consumer = messaging.consume<Step>(
         'orders',

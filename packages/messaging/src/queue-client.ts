@@ -185,13 +185,17 @@ export class QueueClient<T> {
     });
   }
 
+  /**
+   * Puts dead letters back in the queue as new deliveries. One that held its session is delivered before the
+   * messages that waited behind it.
+   */
   resendDeadLetters(sequences: readonly number[]): Promise<number> {
     return this.messaging.backend.resendDeadLetters(this.name, sequences, this.messaging.clock.now());
   }
 
-  /** Deletes the given dead letters, or all of them. */
+  /** Deletes the given dead letters, or all of them. A session one of them held goes on with its next message. */
   purgeDeadLetters(sequences?: readonly number[]): Promise<number> {
-    return this.messaging.backend.purgeDeadLetters(this.name, sequences);
+    return this.messaging.backend.purgeDeadLetters(this.name, sequences, this.messaging.clock.now());
   }
 
   async getSessionState<S = unknown>(sessionId: string): Promise<S | undefined> {
