@@ -458,6 +458,30 @@ describe('Consumer', () => {
       assert.equal((await queue.stats()).deadLettered, 1);
     });
 
+    it('leaves the rest of a batch waiting behind a dead letter that holds its session, until it is resent', async () => {
+      const { messaging, queue } = await sessions(['A'], 3);
+      const seen: number[] = [];
+      let rejecting = true;
+      const consumer = messaging.consume<Step>(
+        'orders',
+        async (message) => {
+          seen.push(message.body.step);
+          if (message.body.step === 0 && rejecting) await message.deadLetter('rejected');
+        },
+        { sessionBatch: 3 },
+      );
+      await waitUntil(async () => (await queue.stats()).deadLettered === 1, 'step 0 dead-lettered');
+      const [dead] = await queue.listDeadLetters();
+      assert.equal(dead?.holdsSession, true);
+      const stats = await queue.stats();
+      assert.deepEqual([stats.locked, stats.waiting], [0, 2], 'steps 1 and 2 went back to waiting');
+      rejecting = false;
+      await queue.resendDeadLetters([dead?.sequence as number]);
+      await waitUntil(async () => (await queue.stats()).length === 0, 'the session drained');
+      await consumer.close();
+      assert.deepEqual(seen, [0, 0, 1, 2]);
+    });
+
     it('lets a handler do the work of the messages after its own: those it takes complete without running', async () => {
       const { messaging, queue } = await sessions(['A'], 5);
       const calls: [number, number[]][] = [];
@@ -536,6 +560,60 @@ describe('Consumer', () => {
         [0],
       );
     });
+  });
+
+  describe('poison messages', () => {
+    type Step = { order: string; step: number };
+    for (const sessionBatch of [1, 3]) {
+      it(`holds only the poisoned session, then runs it on in order once its dead letter is resent (sessionBatch ${sessionBatch})`, async () => {
+        const { messaging, events } = await setup();
+        await messaging.createQueue('orders', { sessions: true, maxDeliveryCount: 3 });
+        const orders = messaging.queue<Step>('orders');
+        const batch = [];
+        for (let step = 0; step < 5; step++)
+          for (const order of ['A', 'B', 'C']) batch.push({ body: { order, step }, sessionId: order });
+        await orders.sendBatch(batch);
+        const handled = new Map<string, number[]>();
+        let poisoned = true;
+        const consumer = messaging.consume<Step>(
+          'orders',
+          (message) => {
+            const { order, step } = message.body;
+            if (poisoned && order === 'A' && step === 2) throw new Error('cannot ship');
+            handled.set(order, [...(handled.get(order) ?? []), step]);
+          },
+          { concurrency: 3, retryBackoff: constantBackoff(0), sessionBatch },
+        );
+        const settled = async () => {
+          const stats = await orders.stats();
+          return stats.deadLettered === 1 && stats.length === 2 && stats.locked === 0;
+        };
+        await waitUntil(settled, 'every message handled but the poisoned session');
+        assert.deepEqual(handled.get('A'), [0, 1]);
+        assert.deepEqual(handled.get('B'), [0, 1, 2, 3, 4]);
+        assert.deepEqual(handled.get('C'), [0, 1, 2, 3, 4]);
+        assert.equal((await orders.stats()).waiting, 2, "A's steps 3 and 4 wait");
+        const alert = events.find((e) => e.type === 'message-dead-lettered');
+        assert.ok(alert?.type === 'message-dead-lettered');
+        const [dead] = await orders.listDeadLetters();
+        assert.deepEqual(
+          [
+            alert.sessionId,
+            alert.sequence,
+            alert.reason,
+            alert.description,
+            alert.deliveryCount,
+            alert.holdsSession,
+          ],
+          ['A', dead?.sequence, DEAD_LETTER_MAX_DELIVERIES, 'cannot ship', 3, true],
+        );
+        poisoned = false;
+        await orders.resendDeadLetters([dead?.sequence as number]);
+        await waitUntil(async () => (await orders.stats()).length === 0, 'the held session drained');
+        await consumer.close();
+        assert.deepEqual(handled.get('A'), [0, 1, 2, 3, 4]);
+      });
+    }
   });
 
   it('dead-letters an undecodable message at once without calling the handler', async () => {

@@ -276,9 +276,11 @@ export class Consumer<T> {
       this.#processed++;
     }
     if (next === undefined || this.#closing) return undefined; // shutdown gives the rest back
-    // Abandoned (or its lock lost), the message took the rest of its batch back to the queue with it.
+    // Abandoned (or its lock lost), or dead-lettered holding its session, the message took the rest of its batch
+    // back to the queue with it.
     const settlement = message.settlement;
-    if (settlement !== 'completed' && settlement !== 'dead-lettered') return this.#drop(next);
+    if (settlement !== 'completed' && (settlement !== 'dead-lettered' || message.holdsSession))
+      return this.#drop(next);
     if (!this.#runnable(next)) return this.#drop(next);
     if (this.#options.rateLimit !== undefined && !(await this.#admit())) return undefined;
     next.running = true;
