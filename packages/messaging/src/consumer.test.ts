@@ -11,7 +11,7 @@ import {
   type SettleOutcome,
 } from './backend.js';
 import { ConsumerClosedError } from './consumer.js';
-import { MessageLockLostError, UnknownQueueError } from './errors.js';
+import { MessageLockLostError, PoisonMessageError, UnknownQueueError } from './errors.js';
 import type { ConsumerEvent } from './events.js';
 import { MemoryMessageBackend } from './memory/memory-backend.js';
 import { Messaging } from './messaging.js';
@@ -83,6 +83,9 @@ describe('Consumer', () => {
     assert.throws(() => messaging.consume('work', 'nope' as never), { option: 'handler' });
     assert.throws(() => messaging.consume('work', async () => {}, { sessionBatch: 0 }), {
       option: 'sessionBatch',
+    });
+    assert.throws(() => messaging.consume('work', async () => {}, { onPoison: 'park' as never }), {
+      option: 'onPoison',
     });
   });
 
@@ -614,6 +617,55 @@ describe('Consumer', () => {
         assert.deepEqual(handled.get('A'), [0, 1, 2, 3, 4]);
       });
     }
+
+    it("with onPoison 'stop', dead-letters the message, stops, and rejects `stopped` with PoisonMessageError", async () => {
+      const { messaging, queue, events } = await setup({ maxDeliveryCount: 2 });
+      const sent = await queue.send(1);
+      const consumer = messaging.consume<number>(
+        'work',
+        () => {
+          throw new Error('cannot parse');
+        },
+        { onPoison: 'stop', retryBackoff: constantBackoff(0) },
+      );
+      // Nobody awaits `stopped` until the consumer stopped: its rejection must not go unhandled meanwhile.
+      await waitUntil(() => events.some((e) => e.type === 'consumer-stopped'), 'the consumer stopped');
+      await assert.rejects(consumer.stopped, (error) => {
+        assert.ok(error instanceof PoisonMessageError);
+        assert.equal(error.code, 'ERR_STRATUS_POISON_MESSAGE');
+        assert.deepEqual(
+          [error.queue, error.sequence, error.sessionId, error.deliveryCount],
+          ['work', sent.sequence, undefined, 2],
+        );
+        assert.equal((error.cause as Error).message, 'cannot parse');
+        return true;
+      });
+      const stoppedEvent = events.find((e) => e.type === 'consumer-stopped');
+      assert.ok(
+        stoppedEvent?.type === 'consumer-stopped' && stoppedEvent.error instanceof PoisonMessageError,
+      );
+      const [dead] = await queue.listDeadLetters();
+      assert.deepEqual([dead?.sequence, dead?.deadLetterReason], [sent.sequence, DEAD_LETTER_MAX_DELIVERIES]);
+      assert.equal(consumer.closing, true);
+      await queue.send(2);
+      await flushMicrotasks();
+      assert.equal((await queue.stats()).available, 1, 'nothing consumes any more');
+      await consumer.close();
+    });
+
+    it("keeps going with onPoison 'dead-letter' (the default)", async () => {
+      const { messaging, queue } = await setup({ maxDeliveryCount: 1 });
+      await queue.sendBatch([{ body: 1 }, { body: 2 }]);
+      const seen: number[] = [];
+      const consumer = messaging.consume<number>('work', (message) => {
+        if (message.body === 1) throw new Error('poison');
+        seen.push(message.body);
+      });
+      await waitUntil(async () => (await queue.stats()).length === 0, 'both settled');
+      await consumer.close();
+      assert.deepEqual(seen, [2]);
+      assert.equal((await queue.stats()).deadLettered, 1);
+    });
   });
 
   it('dead-letters an undecodable message at once without calling the handler', async () => {

@@ -1,4 +1,5 @@
 import type { StratusEvent } from '@stratus/core';
+import type { PoisonMessageError } from './errors.js';
 
 interface Base extends StratusEvent {
   readonly component: 'messaging';
@@ -63,6 +64,8 @@ export interface ConsumerStoppedEvent extends Base {
   readonly drained: number;
   /** Messages given back (prefetched ones, and handlers still running at the deadline). */
   readonly released: number;
+  /** Why the consumer stopped by itself (`onPoison: 'stop'`); absent when it was closed. */
+  readonly error?: PoisonMessageError;
 }
 
 export type ConsumerEvent =
