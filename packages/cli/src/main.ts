@@ -22,8 +22,8 @@ Commands:
           Every queue and subscription with its length, in flight, scheduled, dead letters and the
           age of its oldest message; --watch redraws it every second until Ctrl-C.
   dead-letters <queue> [--resend all|<seq,...>] [--purge all|<seq,...>] [--limit <n>]
-          Lists the dead letters of a queue (sequence, id, when, deliveries, reason), or puts
-          them back in the queue, or deletes them.
+          Lists the dead letters of a queue (sequence, id, when, deliveries, reason, the session
+          it holds), or puts them back in the queue, or deletes them (a session they held goes on).
   parked [<subscription>] [--retry all|<position,...>] [--skip all|<position,...>] [--limit <n>]
           The events subscriptions and projections set aside after their handler kept failing: how
           many per subscription, or one subscription's (position, type, stream, when, why); or asks

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { immediateBackoff } from '@stratus/core';
 import { EventStore, SqliteEventStoreBackend } from '@stratus/eventsourcing';
-import { main } from './main.js';
 import { listParked, parkedSelection } from './parked.js';
+import { runMain as run } from './run-main.test-support.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-cli-parked-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
@@ -28,22 +28,6 @@ async function storeWithParkedEvents(path: string) {
   await subscription.caughtUp;
   await subscription.stop();
   return store;
-}
-
-/** Runs the command with stdout captured. */
-async function run(argv: string[]): Promise<string> {
-  let out = '';
-  const write = process.stdout.write;
-  process.stdout.write = ((text: string) => {
-    out += text;
-    return true;
-  }) as typeof process.stdout.write;
-  try {
-    assert.equal(await main(argv), 0);
-  } finally {
-    process.stdout.write = write;
-  }
-  return out;
 }
 
 describe('stratus parked', () => {

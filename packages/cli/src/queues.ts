@@ -87,7 +87,9 @@ function describeDeadLetter(dead: DeadLetter): string {
   const why = dead.deadLetterDescription
     ? `${dead.deadLetterReason}: ${dead.deadLetterDescription}`
     : dead.deadLetterReason;
-  return `#${dead.sequence}  ${dead.id}  ${when}  deliveries ${dead.deliveryCount}  ${why}`;
+  // The session's later messages wait for this one: resending or purging it lets them go on.
+  const holds = dead.holdsSession ? `  [holds session ${dead.sessionId}]` : '';
+  return `#${dead.sequence}  ${dead.id}  ${when}  deliveries ${dead.deliveryCount}  ${why}${holds}`;
 }
 
 /** Every dead letter of `queue` (paged through), one per line. */

@@ -37,7 +37,15 @@ export interface QueueSettings {
   readonly priority: PriorityPolicy;
   /** Messages with the same session id are delivered in order, one at a time (Sequential Convoy). */
   readonly sessions: boolean;
+  /**
+   * What a session does once one of its messages is dead-lettered (see holdsSession): `hold` keeps its later
+   * messages waiting until that dead letter is resent (it is then delivered before them) or purged; `continue`
+   * delivers the next one, as if the dead letter had been completed.
+   */
+  readonly onSessionDeadLetter: SessionDeadLetterPolicy;
 }
+
+export type SessionDeadLetterPolicy = 'hold' | 'continue';
 
 /**
  * The ordering key of an available message: smaller is delivered first, ties by send order (`sequence`).
@@ -98,11 +106,31 @@ export interface DeadLetter extends StoredMessage {
   readonly deadLetterReason: string;
   readonly deadLetterDescription: string | undefined;
   readonly deadLetteredAt: number;
+  /** The later messages of its session wait for it: until it is resent or purged (see holdsSession). */
+  readonly holdsSession: boolean;
 }
 
 /** Reasons the backends themselves dead-letter with; users give their own through `deadLetter`. */
 export const DEAD_LETTER_EXPIRED = 'expired';
 export const DEAD_LETTER_MAX_DELIVERIES = 'max-delivery-count-exceeded';
+
+/**
+ * Whether a message dead-lettered with `reason` holds its session (QueueSettings.onSessionDeadLetter): on a
+ * sessions queue set to `hold`, every dead letter of a session message does, except an expired one: expiry says the
+ * message is no longer worth delivering, not that handling it failed, so the session goes on without it.
+ */
+export function holdsSession(
+  settings: QueueSettings,
+  sessionId: string | undefined,
+  reason: string,
+): boolean {
+  return (
+    settings.sessions &&
+    sessionId !== undefined &&
+    settings.onSessionDeadLetter === 'hold' &&
+    reason !== DEAD_LETTER_EXPIRED
+  );
+}
 
 export interface SendOutcome {
   readonly id: string;
@@ -225,8 +253,9 @@ export interface MessageBackend {
    * Locks and returns up to `max` available messages in rank order, each with its delivery count raised.
    * Before choosing, it makes due scheduled messages available and returns messages whose lock expired; a message
    * whose lock expired after its last allowed delivery, or that expired (TTL), is dead-lettered instead.
-   * On a sessions queue only the head of each session (its lowest live message) is ever available, and the only
-   * messages locked behind it are those a receive locked with it (ReceiveRequest.sessionBatch).
+   * On a sessions queue only the head of each session (its lowest live message) is ever available (none while a
+   * dead letter holds the session), and the only messages locked behind it are those a receive locked with it
+   * (ReceiveRequest.sessionBatch).
    */
   receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult>;
 
@@ -239,7 +268,7 @@ export interface MessageBackend {
   ): Promise<(number | undefined)[]>;
   /**
    * Deletes the messages. On a sessions queue, once none of a session's messages is locked, available or scheduled,
-   * its next waiting message becomes available.
+   * and no dead letter holds it, its next waiting message becomes available.
    */
   complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]>;
   /**
@@ -260,6 +289,11 @@ export interface MessageBackend {
    * message of its session before it is still locked; a lock that expires does the same.
    */
   abandon(queue: string, lockToken: string, delayMs: number, now: number): Promise<SettleOutcome>;
+  /**
+   * Moves the message to the dead-letter queue. When the dead letter holds its session (holdsSession), the
+   * session's messages locked behind it go back to waiting (their locks are lost) and none of them is delivered
+   * until the dead letter is resent or purged; otherwise the session moves on.
+   */
   deadLetter(
     queue: string,
     lockToken: string,
@@ -273,10 +307,17 @@ export interface MessageBackend {
   stats(queue: string, now: number): Promise<QueueStats>;
 
   listDeadLetters(queue: string, query: DeadLetterQuery): Promise<DeadLetter[]>;
-  /** Puts dead letters back as new deliveries (count reset, available now); returns how many were resent. */
+  /**
+   * Puts dead letters back as new deliveries (count reset, available now); returns how many were resent. A session
+   * message rejoins its session in sequence order: a resent dead letter that held its session releases it and is
+   * delivered before the messages that waited behind it.
+   */
   resendDeadLetters(queue: string, sequences: readonly number[], now: number): Promise<number>;
-  /** Deletes the given dead letters, or all of the queue's when `sequences` is undefined; returns how many. */
-  purgeDeadLetters(queue: string, sequences: readonly number[] | undefined): Promise<number>;
+  /**
+   * Deletes the given dead letters, or all of the queue's when `sequences` is undefined; returns how many. A
+   * session held by a deleted dead letter goes on with its next message (available from `now`).
+   */
+  purgeDeadLetters(queue: string, sequences: readonly number[] | undefined, now: number): Promise<number>;
 
   getSessionState(queue: string, sessionId: string): Promise<Uint8Array | undefined>;
   /** Undefined clears the state. */

@@ -1,4 +1,10 @@
-import { assertDuration, assertInteger, type Backoff, exponentialBackoff } from '@stratus/core';
+import {
+  assertDuration,
+  assertInteger,
+  type Backoff,
+  exponentialBackoff,
+  InvalidOptionsError,
+} from '@stratus/core';
 import type { RateLimiter } from '@stratus/resilience';
 
 export interface ConsumerOptions {
@@ -14,6 +20,13 @@ export interface ConsumerOptions {
   maxRenewMs?: number;
   /** Delay before a failed message is delivered again, by delivery count; default exponential 1 s ×2 up to 60 s. */
   retryBackoff?: Backoff;
+  /**
+   * What follows when the handler failed on a message in all of the queue's `maxDeliveryCount` deliveries (a
+   * poison message). 'dead-letter' (default): it is dead-lettered (on a sessions queue its session waits for it,
+   * see the queue's `onSessionDeadLetter`) and the consumer goes on. 'stop': it is dead-lettered, then the consumer
+   * stops (as `close()` does) and `stopped` rejects with PoisonMessageError.
+   */
+  onPoison?: 'dead-letter' | 'stop';
   /**
    * Queue-Based Load Leveling: a limiter from @stratus/resilience consulted before each handler starts, so a
    * backlog drains at the limiter's rate (a Redis or PostgreSQL store makes it one rate for all processes).
@@ -41,6 +54,7 @@ export interface ConsumerSettings {
   readonly autoRenew: boolean;
   readonly maxRenewMs: number;
   readonly retryBackoff: Backoff;
+  readonly onPoison: 'dead-letter' | 'stop';
   readonly rateLimit: RateLimiter | undefined;
   readonly rateLimitKey: string;
   readonly idlePollMs: number;
@@ -63,6 +77,9 @@ export function consumerSettings(queue: string, options: ConsumerOptions): Consu
   assertDuration('shutdownTimeoutMs', shutdownTimeoutMs);
   const sessionBatch = options.sessionBatch ?? 1;
   assertInteger('sessionBatch', sessionBatch, 1, 1000);
+  const onPoison = options.onPoison ?? 'dead-letter';
+  if (onPoison !== 'dead-letter' && onPoison !== 'stop')
+    throw new InvalidOptionsError('onPoison', "expected 'dead-letter' or 'stop'");
   return {
     concurrency,
     prefetch,
@@ -71,6 +88,7 @@ export function consumerSettings(queue: string, options: ConsumerOptions): Consu
     maxRenewMs,
     retryBackoff:
       options.retryBackoff ?? exponentialBackoff({ initialMs: 1000, maxMs: 60_000, jitter: 'equal' }),
+    onPoison,
     rateLimit: options.rateLimit,
     rateLimitKey: options.rateLimitKey ?? queue,
     idlePollMs,

@@ -11,7 +11,7 @@ import {
   type SettleOutcome,
 } from './backend.js';
 import { ConsumerClosedError } from './consumer.js';
-import { MessageLockLostError, UnknownQueueError } from './errors.js';
+import { MessageLockLostError, PoisonMessageError, UnknownQueueError } from './errors.js';
 import type { ConsumerEvent } from './events.js';
 import { MemoryMessageBackend } from './memory/memory-backend.js';
 import { Messaging } from './messaging.js';
@@ -83,6 +83,9 @@ describe('Consumer', () => {
     assert.throws(() => messaging.consume('work', 'nope' as never), { option: 'handler' });
     assert.throws(() => messaging.consume('work', async () => {}, { sessionBatch: 0 }), {
       option: 'sessionBatch',
+    });
+    assert.throws(() => messaging.consume('work', async () => {}, { onPoison: 'park' as never }), {
+      option: 'onPoison',
     });
   });
 
@@ -365,9 +368,14 @@ describe('Consumer', () => {
       }
     }
     type Step = { order: string; step: number };
-    async function sessions(orders: readonly string[], steps: number, backend = new CountingBackend()) {
+    async function sessions(
+      orders: readonly string[],
+      steps: number,
+      backend = new CountingBackend(),
+      queueOptions: QueueOptions = {},
+    ) {
       const { messaging, clock, events } = await setup({}, backend);
-      await messaging.createQueue('orders', { sessions: true, maxDeliveryCount: 5 });
+      await messaging.createQueue('orders', { sessions: true, maxDeliveryCount: 5, ...queueOptions });
       const queue = messaging.queue<Step>('orders');
       const batch = [];
       for (let step = 0; step < steps; step++)
@@ -434,8 +442,10 @@ describe('Consumer', () => {
       ]);
     });
 
-    it('moves on to the rest of a batch after a message is dead-lettered', async () => {
-      const { messaging, queue } = await sessions(['A'], 3);
+    it("moves on to the rest of a batch after a message is dead-lettered, with onSessionDeadLetter 'continue'", async () => {
+      const { messaging, queue } = await sessions(['A'], 3, new CountingBackend(), {
+        onSessionDeadLetter: 'continue',
+      });
       const seen: number[] = [];
       const consumer = messaging.consume<Step>(
         'orders',
@@ -449,6 +459,30 @@ describe('Consumer', () => {
       await consumer.close();
       assert.deepEqual(seen, [0, 1, 2]);
       assert.equal((await queue.stats()).deadLettered, 1);
+    });
+
+    it('leaves the rest of a batch waiting behind a dead letter that holds its session, until it is resent', async () => {
+      const { messaging, queue } = await sessions(['A'], 3);
+      const seen: number[] = [];
+      let rejecting = true;
+      const consumer = messaging.consume<Step>(
+        'orders',
+        async (message) => {
+          seen.push(message.body.step);
+          if (message.body.step === 0 && rejecting) await message.deadLetter('rejected');
+        },
+        { sessionBatch: 3 },
+      );
+      await waitUntil(async () => (await queue.stats()).deadLettered === 1, 'step 0 dead-lettered');
+      const [dead] = await queue.listDeadLetters();
+      assert.equal(dead?.holdsSession, true);
+      const stats = await queue.stats();
+      assert.deepEqual([stats.locked, stats.waiting], [0, 2], 'steps 1 and 2 went back to waiting');
+      rejecting = false;
+      await queue.resendDeadLetters([dead?.sequence as number]);
+      await waitUntil(async () => (await queue.stats()).length === 0, 'the session drained');
+      await consumer.close();
+      assert.deepEqual(seen, [0, 0, 1, 2]);
     });
 
     it('lets a handler do the work of the messages after its own: those it takes complete without running', async () => {
@@ -528,6 +562,109 @@ describe('Consumer', () => {
         again.map((m) => m.body.step),
         [0],
       );
+    });
+  });
+
+  describe('poison messages', () => {
+    type Step = { order: string; step: number };
+    for (const sessionBatch of [1, 3]) {
+      it(`holds only the poisoned session, then runs it on in order once its dead letter is resent (sessionBatch ${sessionBatch})`, async () => {
+        const { messaging, events } = await setup();
+        await messaging.createQueue('orders', { sessions: true, maxDeliveryCount: 3 });
+        const orders = messaging.queue<Step>('orders');
+        const batch = [];
+        for (let step = 0; step < 5; step++)
+          for (const order of ['A', 'B', 'C']) batch.push({ body: { order, step }, sessionId: order });
+        await orders.sendBatch(batch);
+        const handled = new Map<string, number[]>();
+        let poisoned = true;
+        const consumer = messaging.consume<Step>(
+          'orders',
+          (message) => {
+            const { order, step } = message.body;
+            if (poisoned && order === 'A' && step === 2) throw new Error('cannot ship');
+            handled.set(order, [...(handled.get(order) ?? []), step]);
+          },
+          { concurrency: 3, retryBackoff: constantBackoff(0), sessionBatch },
+        );
+        const settled = async () => {
+          const stats = await orders.stats();
+          return stats.deadLettered === 1 && stats.length === 2 && stats.locked === 0;
+        };
+        await waitUntil(settled, 'every message handled but the poisoned session');
+        assert.deepEqual(handled.get('A'), [0, 1]);
+        assert.deepEqual(handled.get('B'), [0, 1, 2, 3, 4]);
+        assert.deepEqual(handled.get('C'), [0, 1, 2, 3, 4]);
+        assert.equal((await orders.stats()).waiting, 2, "A's steps 3 and 4 wait");
+        const alert = events.find((e) => e.type === 'message-dead-lettered');
+        assert.ok(alert?.type === 'message-dead-lettered');
+        const [dead] = await orders.listDeadLetters();
+        assert.deepEqual(
+          [
+            alert.sessionId,
+            alert.sequence,
+            alert.reason,
+            alert.description,
+            alert.deliveryCount,
+            alert.holdsSession,
+          ],
+          ['A', dead?.sequence, DEAD_LETTER_MAX_DELIVERIES, 'cannot ship', 3, true],
+        );
+        poisoned = false;
+        await orders.resendDeadLetters([dead?.sequence as number]);
+        await waitUntil(async () => (await orders.stats()).length === 0, 'the held session drained');
+        await consumer.close();
+        assert.deepEqual(handled.get('A'), [0, 1, 2, 3, 4]);
+      });
+    }
+
+    it("with onPoison 'stop', dead-letters the message, stops, and rejects `stopped` with PoisonMessageError", async () => {
+      const { messaging, queue, events } = await setup({ maxDeliveryCount: 2 });
+      const sent = await queue.send(1);
+      const consumer = messaging.consume<number>(
+        'work',
+        () => {
+          throw new Error('cannot parse');
+        },
+        { onPoison: 'stop', retryBackoff: constantBackoff(0) },
+      );
+      // Nobody awaits `stopped` until the consumer stopped: its rejection must not go unhandled meanwhile.
+      await waitUntil(() => events.some((e) => e.type === 'consumer-stopped'), 'the consumer stopped');
+      await assert.rejects(consumer.stopped, (error) => {
+        assert.ok(error instanceof PoisonMessageError);
+        assert.equal(error.code, 'ERR_STRATUS_POISON_MESSAGE');
+        assert.deepEqual(
+          [error.queue, error.sequence, error.sessionId, error.deliveryCount],
+          ['work', sent.sequence, undefined, 2],
+        );
+        assert.equal((error.cause as Error).message, 'cannot parse');
+        return true;
+      });
+      const stoppedEvent = events.find((e) => e.type === 'consumer-stopped');
+      assert.ok(
+        stoppedEvent?.type === 'consumer-stopped' && stoppedEvent.error instanceof PoisonMessageError,
+      );
+      const [dead] = await queue.listDeadLetters();
+      assert.deepEqual([dead?.sequence, dead?.deadLetterReason], [sent.sequence, DEAD_LETTER_MAX_DELIVERIES]);
+      assert.equal(consumer.closing, true);
+      await queue.send(2);
+      await flushMicrotasks();
+      assert.equal((await queue.stats()).available, 1, 'nothing consumes any more');
+      await consumer.close();
+    });
+
+    it("keeps going with onPoison 'dead-letter' (the default)", async () => {
+      const { messaging, queue } = await setup({ maxDeliveryCount: 1 });
+      await queue.sendBatch([{ body: 1 }, { body: 2 }]);
+      const seen: number[] = [];
+      const consumer = messaging.consume<number>('work', (message) => {
+        if (message.body === 1) throw new Error('poison');
+        seen.push(message.body);
+      });
+      await waitUntil(async () => (await queue.stats()).length === 0, 'both settled');
+      await consumer.close();
+      assert.deepEqual(seen, [2]);
+      assert.equal((await queue.stats()).deadLettered, 1);
     });
   });
 

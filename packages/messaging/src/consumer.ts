@@ -9,7 +9,7 @@ import {
 import type { RateLimiter } from '@stratus/resilience';
 import { type ConsumerEventSink, consumerEventSink, settleFailure } from './consumer-events.js';
 import { type ConsumerOptions, type ConsumerSettings, consumerSettings } from './consumer-options.js';
-import { MessageLockLostError } from './errors.js';
+import { MessageLockLostError, PoisonMessageError } from './errors.js';
 import type { ConsumerEvent } from './events.js';
 import { HeldJobs } from './held-jobs.js';
 import type { Job } from './job.js';
@@ -41,7 +41,10 @@ const RECEIVE_RETRY = exponentialBackoff({ initialMs: 100, maxMs: 5000, jitter: 
 /** Competing Consumers for one queue in this process. Create through `Messaging.consume`. */
 export class Consumer<T> {
   readonly queue: QueueClient<T>;
-  /** Resolves when the consumer has stopped (after close). */
+  /**
+   * Resolves when the consumer has stopped (after close); rejects with PoisonMessageError when it stopped by itself
+   * on a poison message (`onPoison: 'stop'`).
+   */
   readonly stopped: Promise<void>;
   readonly #handler: MessageHandler<T>;
   readonly #event: ConsumerEventSink;
@@ -57,6 +60,9 @@ export class Consumer<T> {
   #pumping = false;
   #processed = 0;
   #resolveStopped: () => void = () => {};
+  #rejectStopped: (error: PoisonMessageError) => void = () => {};
+  /** Set when `onPoison: 'stop'` stopped the consumer. */
+  #poison: PoisonMessageError | undefined;
   #loop: Promise<void> | undefined;
   readonly #closeSignal = new AbortController();
   readonly #jobDoneListeners = new Set<() => void>();
@@ -83,9 +89,12 @@ export class Consumer<T> {
     this.#renewal = this.#options.autoRenew
       ? new LockRenewal(queue, this.#held, this.#options.maxRenewMs, () => this.#closing, this.#event)
       : undefined;
-    this.stopped = new Promise((resolve) => {
+    this.stopped = new Promise((resolve, reject) => {
       this.#resolveStopped = resolve;
+      this.#rejectStopped = reject;
     });
+    // Whoever awaits `stopped` sees the rejection; nobody awaiting it is no reason to crash the process.
+    this.stopped.catch(() => {});
   }
 
   /** Handlers running now. */
@@ -276,9 +285,11 @@ export class Consumer<T> {
       this.#processed++;
     }
     if (next === undefined || this.#closing) return undefined; // shutdown gives the rest back
-    // Abandoned (or its lock lost), the message took the rest of its batch back to the queue with it.
+    // Abandoned (or its lock lost), or dead-lettered holding its session, the message took the rest of its batch
+    // back to the queue with it.
     const settlement = message.settlement;
-    if (settlement !== 'completed' && settlement !== 'dead-lettered') return this.#drop(next);
+    if (settlement !== 'completed' && (settlement !== 'dead-lettered' || message.holdsSession))
+      return this.#drop(next);
     if (!this.#runnable(next)) return this.#drop(next);
     if (this.#options.rateLimit !== undefined && !(await this.#admit())) return undefined;
     next.running = true;
@@ -364,7 +375,18 @@ export class Consumer<T> {
     }
     // Shutdown already gave this message back; a handler that settled it itself owns that outcome.
     if (message.settled || (this.#closing && job.aborted)) return;
-    await retryOrDeadLetter(this.queue, message, error, this.#options.retryBackoff, this.#event);
+    const deadLettered = await retryOrDeadLetter(
+      this.queue,
+      message,
+      error,
+      this.#options.retryBackoff,
+      this.#event,
+    );
+    if (deadLettered && this.#options.onPoison === 'stop' && this.#poison === undefined) {
+      this.#poison = new PoisonMessageError(this.queue.name, message, error);
+      // Not awaited: the shutdown waits for this handler's slot, which is freed once this returns.
+      void this.close();
+    }
   }
 
   #session(message: ReceivedMessage<unknown>): SessionContext | undefined {
@@ -426,8 +448,15 @@ export class Consumer<T> {
     released += this.#releasedWhileClosing;
     this.#renewal?.stop();
     const stillRunning = stragglers.filter((job) => job.running).length;
-    this.#event({ type: 'consumer-stopped', drained: runningAtClose - stillRunning, released });
-    this.#resolveStopped();
+    const poison = this.#poison;
+    this.#event({
+      type: 'consumer-stopped',
+      drained: runningAtClose - stillRunning,
+      released,
+      ...(poison === undefined ? {} : { error: poison }),
+    });
+    if (poison === undefined) this.#resolveStopped();
+    else this.#rejectStopped(poison);
   }
 
   /** Gives a message back without penalty beyond the delivery it already counted. */

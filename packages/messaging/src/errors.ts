@@ -78,3 +78,38 @@ export class MessageAlreadySettledError extends StratusError {
     this.messageId = messageId;
   }
 }
+
+/**
+ * A consumer with `onPoison: 'stop'` dead-lettered a message its handler failed on in every delivery, then stopped:
+ * its `stopped` rejects with this. The message is in the dead-letter queue (resend or purge it there); `cause` is
+ * the handler's last error.
+ */
+export class PoisonMessageError extends StratusError {
+  readonly queue: string;
+  readonly messageId: string;
+  readonly sequence: number;
+  readonly sessionId: string | undefined;
+  readonly deliveryCount: number;
+  constructor(
+    queue: string,
+    message: {
+      readonly id: string;
+      readonly sequence: number;
+      readonly sessionId: string | undefined;
+      readonly deliveryCount: number;
+    },
+    cause: unknown,
+  ) {
+    const session = message.sessionId === undefined ? '' : ` of session "${message.sessionId}"`;
+    super(
+      'ERR_STRATUS_POISON_MESSAGE',
+      `The consumer of queue "${queue}" stopped: its handler failed on message "${message.id}" (sequence ${message.sequence}${session}) in all ${message.deliveryCount} deliveries; the message is in the dead-letter queue`,
+      { cause },
+    );
+    this.queue = queue;
+    this.messageId = message.id;
+    this.sequence = message.sequence;
+    this.sessionId = message.sessionId;
+    this.deliveryCount = message.deliveryCount;
+  }
+}

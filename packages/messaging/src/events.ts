@@ -1,4 +1,5 @@
 import type { StratusEvent } from '@stratus/core';
+import type { PoisonMessageError } from './errors.js';
 
 interface Base extends StratusEvent {
   readonly component: 'messaging';
@@ -22,12 +23,19 @@ export interface MessageFailedEvent extends Base {
   readonly retryInMs: number;
 }
 
+/**
+ * A message was dead-lettered: by a consumer after its last delivery, for an undecodable body, or by a handler.
+ * With `holdsSession` its session's later messages wait until it is resent or purged (the operator's cue).
+ */
 export interface MessageDeadLetteredEvent extends Base {
   readonly type: 'message-dead-lettered';
   readonly messageId: string;
+  readonly sequence: number;
+  readonly sessionId: string | undefined;
   readonly deliveryCount: number;
   readonly reason: string;
   readonly description: string | undefined;
+  readonly holdsSession: boolean;
 }
 
 /** A delivery could not be settled or renewed because its lock had expired and the message went to someone else. */
@@ -56,6 +64,8 @@ export interface ConsumerStoppedEvent extends Base {
   readonly drained: number;
   /** Messages given back (prefetched ones, and handlers still running at the deadline). */
   readonly released: number;
+  /** Why the consumer stopped by itself (`onPoison: 'stop'`); absent when it was closed. */
+  readonly error?: PoisonMessageError;
 }
 
 export type ConsumerEvent =

@@ -10,13 +10,26 @@ import {
   type QueueSettings,
 } from './backend.js';
 import { UnknownQueueError, UnknownTopicError } from './errors.js';
+import { sessionHoldContract } from './session-hold.contract.js';
+
+export interface ContractOptions {
+  /**
+   * Opens another backend on the storage of one that was closed, as a restarted process would; absent for a
+   * backend that keeps nothing once closed (memory).
+   */
+  readonly reopen?: (closed: MessageBackend) => Promise<MessageBackend>;
+}
 
 /**
  * The executable definition of the MessageBackend port. Every adapter's test file calls this with a factory; the
  * suite opens one backend, gives every test its own queues and topics, and passes time explicitly (`now`), so it
  * needs no clock and runs the same on every backend.
  */
-export function messageBackendContract(label: string, open: () => Promise<MessageBackend>): void {
+export function messageBackendContract(
+  label: string,
+  open: () => Promise<MessageBackend>,
+  options: ContractOptions = {},
+): void {
   describe(`MessageBackend contract: ${label}`, () => {
     let backend: MessageBackend;
     let counter = 0;
@@ -39,6 +52,7 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
       maxMessageBytes: 256 * 1024,
       priority: { policy: 'strict' },
       sessions: false,
+      onSessionDeadLetter: 'hold',
     };
 
     async function newQueue(settings: Partial<QueueSettings> = {}): Promise<string> {
@@ -78,6 +92,7 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
           defaultTtlMs: 5000,
           priority: { policy: 'weighted', agingMs: 250 },
           sessions: true,
+          onSessionDeadLetter: 'continue',
         };
         await backend.putQueue(name, changed);
         assert.deepEqual(await backend.getQueue(name), changed);
@@ -394,9 +409,9 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
 
       it('purges chosen dead letters or all of them', async () => {
         const { queue, sequences } = await queueWithDeadLetters(4);
-        assert.equal(await backend.purgeDeadLetters(queue, [sequences[1] as number]), 1);
+        assert.equal(await backend.purgeDeadLetters(queue, [sequences[1] as number], T0), 1);
         assert.equal((await backend.stats(queue, T0)).deadLettered, 3);
-        assert.equal(await backend.purgeDeadLetters(queue, undefined), 3);
+        assert.equal(await backend.purgeDeadLetters(queue, undefined, T0), 3);
         assert.deepEqual(await backend.listDeadLetters(queue, { limit: 10 }), []);
       });
     });
@@ -612,13 +627,18 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
         assert.equal(later.messages.find((m) => m.id === 'a1')?.deliveryCount, 2);
       });
 
-      it('moves on to the next message when the head is dead-lettered, so a failing session does not stall', async () => {
-        const queue = await newQueue({ sessions: true, maxDeliveryCount: 1 });
+      it("with onSessionDeadLetter 'continue', moves on to the next message when the head is dead-lettered", async () => {
+        const queue = await newQueue({
+          sessions: true,
+          maxDeliveryCount: 1,
+          onSessionDeadLetter: 'continue',
+        });
         await backend.send(queue, [s('a1', 'A'), s('a2', 'A')], T0);
         const a1 = await receiveOne(queue, T0);
         await backend.abandon(queue, a1.lockToken, 0, T0 + 1);
         assert.deepEqual(await receiveIds(queue, T0 + 2), ['a2']);
-        assert.equal((await backend.listDeadLetters(queue, { limit: 1 }))[0]?.id, 'a1');
+        const [dead] = await backend.listDeadLetters(queue, { limit: 1 });
+        assert.deepEqual([dead?.id, dead?.holdsSession], ['a1', false]);
       });
 
       it('gates scheduled session messages behind the head and keeps their schedule', async () => {
@@ -644,8 +664,8 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
         assert.deepEqual(await receiveIds(queue, T0), ['a1', 'a2']);
       });
 
-      it('resends a dead-lettered session message behind the current head', async () => {
-        const queue = await newQueue({ sessions: true });
+      it("with onSessionDeadLetter 'continue', resends a dead-lettered session message behind the current head", async () => {
+        const queue = await newQueue({ sessions: true, onSessionDeadLetter: 'continue' });
         await backend.send(queue, [s('a1', 'A'), s('a2', 'A')], T0);
         const a1 = await receiveOne(queue, T0);
         await backend.deadLetter(queue, a1.lockToken, 'test', undefined, T0);
@@ -786,9 +806,13 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
         assert.equal((await backend.stats(queue, T0 + 1001)).waiting, 2);
       });
 
-      it('dead-letters a message abandoned past its last delivery and moves on to the ones behind it', async (t) => {
+      it("with onSessionDeadLetter 'continue', dead-letters a message abandoned past its last delivery and moves on to the ones behind it", async (t) => {
         if (backend.sessionBatches !== true) return t.skip('no session batches');
-        const queue = await newQueue({ sessions: true, maxDeliveryCount: 1 });
+        const queue = await newQueue({
+          sessions: true,
+          maxDeliveryCount: 1,
+          onSessionDeadLetter: 'continue',
+        });
         await backend.send(queue, [s('a1', 'A'), s('a2', 'A')], T0);
         const first = await batch(queue, T0, 2);
         await backend.abandon(queue, token(first, 'a1'), 0, T0 + 1);
@@ -797,6 +821,8 @@ export function messageBackendContract(label: string, open: () => Promise<Messag
         assert.deepEqual(await receiveIds(queue, T0 + 3), ['a2']);
       });
     });
+
+    sessionHoldContract({ backend: () => backend, newQueue, defaults, open, reopen: options.reopen });
 
     describe('peek and stats', () => {
       it('peeks in sequence order without delivering', async () => {

@@ -41,8 +41,14 @@ describe('Messaging: queues', () => {
       option: 'priority.agingMs',
     });
     await assert.rejects(messaging.createQueue('q', { priority: 'fair' as never }), { option: 'priority' });
+    await assert.rejects(messaging.createQueue('q', { onSessionDeadLetter: 'skip' as never }), {
+      option: 'onSessionDeadLetter',
+    });
     const settings = await messaging.createQueue('orders.v1/eu:main', { sessions: true });
     assert.equal(settings.sessions, true);
+    assert.equal(settings.onSessionDeadLetter, 'hold');
+    const moving = await messaging.createQueue('moving', { sessions: true, onSessionDeadLetter: 'continue' });
+    assert.equal(moving.onSessionDeadLetter, 'continue');
     assert.equal(settings.lockDurationMs, 30_000);
     assert.equal(settings.maxDeliveryCount, 10);
     assert.equal(settings.duplicateWindowMs, 600_000);

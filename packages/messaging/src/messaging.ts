@@ -198,7 +198,8 @@ export class Messaging implements MessagingContext {
       this.events.emit(event),
     );
     this.#consumers.add(consumer as Consumer<unknown>);
-    void consumer.stopped.then(() => this.#consumers.delete(consumer as Consumer<unknown>));
+    const forget = () => this.#consumers.delete(consumer as Consumer<unknown>);
+    void consumer.stopped.then(forget, forget);
     consumer.start();
     return consumer;
   }

@@ -1,5 +1,11 @@
 import { assertDuration, assertInteger, assertObject, InvalidOptionsError } from '@stratus/core';
-import { MAX_PRIORITY, MIN_PRIORITY, type PriorityPolicy, type QueueSettings } from './backend.js';
+import {
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  type PriorityPolicy,
+  type QueueSettings,
+  type SessionDeadLetterPolicy,
+} from './backend.js';
 import { InvalidMessageError } from './errors.js';
 
 /** What `createQueue` takes; every field has a default. */
@@ -18,6 +24,12 @@ export interface QueueOptions {
   priority?: 'strict' | PriorityPolicy;
   /** Deliver messages with the same session id in order, one at a time. Default false. */
   sessions?: boolean;
+  /**
+   * On a sessions queue, what a session does once one of its messages is dead-lettered (after its last delivery,
+   * or by a handler), unless it expired: 'hold' (default) keeps the session's later messages waiting until the
+   * dead letter is resent or purged, so the session's order is never broken; 'continue' goes on with the next one.
+   */
+  onSessionDeadLetter?: SessionDeadLetterPolicy;
 }
 
 export const DEFAULT_QUEUE_SETTINGS: QueueSettings = {
@@ -28,6 +40,7 @@ export const DEFAULT_QUEUE_SETTINGS: QueueSettings = {
   maxMessageBytes: 256 * 1024,
   priority: { policy: 'strict' },
   sessions: false,
+  onSessionDeadLetter: 'hold',
 };
 
 /** The hard ceiling of maxMessageBytes: beyond this, payloads belong in a claim check. */
@@ -61,6 +74,11 @@ export function queueSettings(options: QueueOptions = {}): QueueSettings {
     if (typeof options.sessions !== 'boolean')
       throw new InvalidOptionsError('sessions', 'expected a boolean');
     settings.sessions = options.sessions;
+  }
+  if (options.onSessionDeadLetter !== undefined) {
+    if (options.onSessionDeadLetter !== 'hold' && options.onSessionDeadLetter !== 'continue')
+      throw new InvalidOptionsError('onSessionDeadLetter', "expected 'hold' or 'continue'");
+    settings.onSessionDeadLetter = options.onSessionDeadLetter;
   }
   return settings;
 }

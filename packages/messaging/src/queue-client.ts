@@ -1,8 +1,10 @@
 import { GroupCommit } from '@stratus/sql';
 import {
   completeAndReceive,
+  DEAD_LETTER_EXPIRED,
   type DeadLetter,
   type DeliveredMessage,
+  holdsSession,
   type OutgoingMessage,
   type QueueStats,
   type SendOutcome,
@@ -150,9 +152,27 @@ export class QueueClient<T> {
     reason: string,
     description: string | undefined,
   ): Promise<void> {
-    const { messaging } = this;
     const outcome = await this.#deadLetterLocked(delivery.lockToken, reason, description);
-    if (outcome === 'ok' && messaging.events.active) {
+    if (outcome === 'ok') await this.#deadLettered(delivery, reason, description);
+  }
+
+  /**
+   * After a dead-lettering: whether the dead letter holds its session, told to listeners of `messaging.events`
+   * (for an operator, the cue to look at the dead-letter queue).
+   */
+  async #deadLettered(
+    delivery: DeliveredMessage,
+    reason: string,
+    description: string | undefined,
+  ): Promise<boolean> {
+    const { messaging } = this;
+    const settings = await messaging.settingsOf(this.name).catch(() => undefined);
+    // Settings unknown for now (the backend went away meanwhile): the default, which holds, is the safe guess.
+    const holds =
+      settings === undefined
+        ? delivery.sessionId !== undefined && reason !== DEAD_LETTER_EXPIRED
+        : holdsSession(settings, delivery.sessionId, reason);
+    if (messaging.events.active) {
       messaging.events.emit({
         component: 'messaging',
         name: this.name,
@@ -160,11 +180,15 @@ export class QueueClient<T> {
         type: 'message-dead-lettered',
         at: messaging.clock.now(),
         messageId: delivery.id,
+        sequence: delivery.sequence,
+        sessionId: delivery.sessionId,
         deliveryCount: delivery.deliveryCount,
         reason,
         description,
+        holdsSession: holds,
       } satisfies MessageDeadLetteredEvent);
     }
+    return holds;
   }
 
   peek(options: { limit?: number; afterSequence?: number } = {}): Promise<StoredMessage[]> {
@@ -185,13 +209,17 @@ export class QueueClient<T> {
     });
   }
 
+  /**
+   * Puts dead letters back in the queue as new deliveries. One that held its session is delivered before the
+   * messages that waited behind it.
+   */
   resendDeadLetters(sequences: readonly number[]): Promise<number> {
     return this.messaging.backend.resendDeadLetters(this.name, sequences, this.messaging.clock.now());
   }
 
-  /** Deletes the given dead letters, or all of them. */
+  /** Deletes the given dead letters, or all of them. A session one of them held goes on with its next message. */
   purgeDeadLetters(sequences?: readonly number[]): Promise<number> {
-    return this.messaging.backend.purgeDeadLetters(this.name, sequences);
+    return this.messaging.backend.purgeDeadLetters(this.name, sequences, this.messaging.clock.now());
   }
 
   async getSessionState<S = unknown>(sessionId: string): Promise<S | undefined> {
@@ -240,14 +268,15 @@ export class QueueClient<T> {
     if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
   }
 
-  /** @internal */
+  /** @internal Resolves with whether the dead letter holds its session. */
   async deadLetter(
     message: ReceivedMessage<unknown>,
     reason: string,
     description: string | undefined,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const outcome = await this.#deadLetterLocked(message.lockToken, reason, description);
     if (outcome === 'lost') throw new MessageLockLostError(this.name, message.id);
+    return this.#deadLettered(message.delivery, reason, description);
   }
 
   /** Dead-letters the delivery locked by `lockToken`, under the transient retry. */

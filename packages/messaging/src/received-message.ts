@@ -5,11 +5,12 @@ import { MessageAlreadySettledError } from './errors.js';
 export interface Settler {
   complete(message: ReceivedMessage<unknown>): Promise<void>;
   abandon(message: ReceivedMessage<unknown>, delayMs: number): Promise<void>;
+  /** Resolves with whether the dead letter holds its session (holdsSession in backend.ts). */
   deadLetter(
     message: ReceivedMessage<unknown>,
     reason: string,
     description: string | undefined,
-  ): Promise<void>;
+  ): Promise<boolean>;
   renew(message: ReceivedMessage<unknown>, lockMs: number | undefined): Promise<number>;
   completeAndReceive(
     message: ReceivedMessage<unknown>,
@@ -40,6 +41,7 @@ export class ReceivedMessage<T> {
   readonly delivery: DeliveredMessage;
   #lockedUntil: number;
   #settlement: Settlement | undefined;
+  #holdsSession = false;
   readonly #settler: Settler;
 
   constructor(queue: string, body: T, delivery: DeliveredMessage, settler: Settler) {
@@ -99,6 +101,14 @@ export class ReceivedMessage<T> {
     return this.#settlement;
   }
 
+  /**
+   * True once dead-lettered in a way that holds its session: the session's later messages (and those locked with
+   * this one) wait until the dead letter is resent or purged (the queue's `onSessionDeadLetter`).
+   */
+  get holdsSession(): boolean {
+    return this.#holdsSession;
+  }
+
   async complete(): Promise<void> {
     this.#settle('completed');
     await this.#settler.complete(this);
@@ -122,7 +132,7 @@ export class ReceivedMessage<T> {
 
   async deadLetter(reason: string, description?: string): Promise<void> {
     this.#settle('dead-lettered');
-    await this.#settler.deadLetter(this, reason, description);
+    this.#holdsSession = await this.#settler.deadLetter(this, reason, description);
   }
 
   /** Extends the lock by `lockMs` (default: the queue's lock duration) from now; resolves with the new expiry. */

@@ -5,8 +5,9 @@ import type { QueueClient } from './queue-client.js';
 import type { ReceivedMessage } from './received-message.js';
 
 /**
- * Settles a message whose handler threw `error`: dead-letters it once it used up the queue's deliveries, abandons
- * it to come back after `retryBackoff` otherwise, and says which it did (or why it could not).
+ * Settles a message whose handler threw `error`: dead-letters it once it used up the queue's deliveries (the queue
+ * client reports `message-dead-lettered`), abandons it to come back after `retryBackoff` otherwise, and says which
+ * it did (or why it could not). Resolves true when it dead-lettered the message.
  */
 export async function retryOrDeadLetter(
   queue: QueueClient<unknown>,
@@ -14,20 +15,13 @@ export async function retryOrDeadLetter(
   error: unknown,
   retryBackoff: Backoff,
   event: ConsumerEventSink,
-): Promise<void> {
+): Promise<boolean> {
   try {
     const settings = await queue.messaging.settingsOf(queue.name);
     if (message.deliveryCount >= settings.maxDeliveryCount) {
       const description = error instanceof Error ? error.message : String(error);
       await message.deadLetter(DEAD_LETTER_MAX_DELIVERIES, description);
-      event({
-        type: 'message-dead-lettered',
-        messageId: message.id,
-        deliveryCount: message.deliveryCount,
-        reason: DEAD_LETTER_MAX_DELIVERIES,
-        description,
-      });
-      return;
+      return true;
     }
     const retryInMs = Math.round(retryBackoff.delay(message.deliveryCount, 0));
     await message.abandon({ delayMs: retryInMs });
@@ -41,4 +35,5 @@ export async function retryOrDeadLetter(
   } catch (settleError) {
     event(settleFailure('abandon', message.id, settleError));
   }
+  return false;
 }

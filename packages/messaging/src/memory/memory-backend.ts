@@ -181,6 +181,7 @@ export class MemoryMessageBackend implements MessageBackend {
         deadLetterReason: record.deadLetterReason as string,
         deadLetterDescription: record.deadLetterDescription,
         deadLetteredAt: record.deadLetteredAt as number,
+        holdsSession: state.holdsSession(record),
       }));
   }
 
@@ -188,9 +189,8 @@ export class MemoryMessageBackend implements MessageBackend {
     const state = this.#queue(queue);
     let resent = 0;
     for (const sequence of [...sequences].sort((a, b) => a - b)) {
-      const record = state.dead.get(sequence);
+      const record = state.takeDead(sequence);
       if (record === undefined) continue;
-      state.dead.delete(sequence);
       delete record.deadLetterReason;
       delete record.deadLetterDescription;
       delete record.deadLetteredAt;
@@ -202,15 +202,21 @@ export class MemoryMessageBackend implements MessageBackend {
     return resent;
   }
 
-  async purgeDeadLetters(queue: string, sequences: readonly number[] | undefined): Promise<number> {
+  async purgeDeadLetters(
+    queue: string,
+    sequences: readonly number[] | undefined,
+    now: number,
+  ): Promise<number> {
     const state = this.#queue(queue);
-    if (sequences === undefined) {
-      const count = state.dead.size;
-      state.dead.clear();
-      return count;
-    }
+    const released = new Set<string>();
     let purged = 0;
-    for (const sequence of sequences) if (state.dead.delete(sequence)) purged++;
+    for (const sequence of sequences ?? [...state.dead.keys()]) {
+      const record = state.takeDead(sequence);
+      if (record === undefined) continue;
+      purged++;
+      if (record.sessionId !== undefined) released.add(record.sessionId);
+    }
+    for (const sessionId of released) state.resumeSession(sessionId, now);
     return purged;
   }
 

@@ -3,6 +3,7 @@ import { randomId } from '@stratus/core';
 import {
   DEAD_LETTER_EXPIRED,
   DEAD_LETTER_MAX_DELIVERIES,
+  holdsSession,
   type OutgoingMessage,
   type QueueSettings,
   rankOf,
@@ -30,6 +31,8 @@ export interface SessionRecord {
   held: MessageRecord[];
   /** Messages behind the head, by sequence. */
   waiting: MessageRecord[];
+  /** Sequences of the dead letters that hold the session: while there is one, no waiting message goes on. */
+  holding: Set<number>;
   state: Uint8Array | undefined;
 }
 
@@ -86,16 +89,20 @@ export class QueueState {
     return { id: message.id, accepted: true, sequence: record.sequence };
   }
 
-  /** A message (new or resent) joins the live set: behind its session's head, or deliverable. */
+  /**
+   * A message (new or resent) joins the live set: deliverable, or in its session's waiting messages by sequence
+   * (a resent one may come before some), whose first goes on when nothing holds the session.
+   */
   enter(record: MessageRecord, availableAt: number, now: number): void {
     this.live.set(record.sequence, record);
     if (record.sessionId !== undefined) {
       const session = this.session(record.sessionId);
-      if (session.held.length > 0) {
+      if (session.held.length > 0 || session.holding.size > 0 || session.waiting.length > 0) {
         record.state = 'waiting';
         record.availableAt = availableAt;
         record.version++;
         insertBySequence(session.waiting, record);
+        this.#resume(record.sessionId, session, now);
         return;
       }
       session.held.push(record);
@@ -132,17 +139,7 @@ export class QueueState {
    */
   release(record: MessageRecord, availableAt: number, now: number): void {
     const session = record.sessionId === undefined ? undefined : this.sessions.get(record.sessionId);
-    const at = session?.held.indexOf(record) ?? -1;
-    if (session !== undefined && at >= 0) {
-      const behind = session.held.splice(at + 1);
-      for (const follower of behind) {
-        this.byToken.delete(follower.lockToken as string);
-        follower.state = 'waiting';
-        follower.lockToken = undefined;
-        follower.version++;
-      }
-      session.waiting.unshift(...behind);
-    }
+    const at = session === undefined ? -1 : this.#releaseBehind(session, record);
     if (record.deliveryCount >= this.settings.maxDeliveryCount) {
       this.kill(record, DEAD_LETTER_MAX_DELIVERIES, undefined, now);
     } else if (session !== undefined && at > 0) {
@@ -196,7 +193,28 @@ export class QueueState {
     }
   }
 
+  /** In a session, the messages locked behind `record` go back to waiting (their locks lost); returns its index. */
+  #releaseBehind(session: SessionRecord, record: MessageRecord): number {
+    const at = session.held.indexOf(record);
+    if (at < 0) return at;
+    const behind = session.held.splice(at + 1);
+    for (const follower of behind) {
+      this.byToken.delete(follower.lockToken as string);
+      follower.state = 'waiting';
+      follower.lockToken = undefined;
+      follower.version++;
+    }
+    session.waiting.unshift(...behind);
+    return at;
+  }
+
+  /** Dead-letters a message; one that holds its session (holdsSession) sends the messages locked behind it back. */
   kill(record: MessageRecord, reason: string, description: string | undefined, now: number): void {
+    const session = record.sessionId === undefined ? undefined : this.sessions.get(record.sessionId);
+    if (session !== undefined && holdsSession(this.settings, record.sessionId, reason)) {
+      this.#releaseBehind(session, record);
+      session.holding.add(record.sequence);
+    }
     this.live.delete(record.sequence);
     record.state = 'dead';
     record.lockToken = undefined;
@@ -208,40 +226,70 @@ export class QueueState {
     this.advanceSession(record, now);
   }
 
-  /**
-   * A message of the session left (completed or dead): once none of its messages is held, the next waiting one
-   * becomes its head.
-   */
+  /** A message of the session left (completed or dead): the session may go on (see #resume). */
   advanceSession(record: MessageRecord, now: number): void {
     if (record.sessionId === undefined) return;
     const session = this.sessions.get(record.sessionId);
     const at = session?.held.indexOf(record) ?? -1;
     if (session === undefined || at < 0) return;
     session.held.splice(at, 1);
-    if (session.held.length > 0) return;
+    this.#resume(record.sessionId, session, now);
+  }
+
+  /** Takes a dead letter out of the dead-letter queue (to resend or purge it): it no longer holds its session. */
+  takeDead(sequence: number): MessageRecord | undefined {
+    const record = this.dead.get(sequence);
+    if (record === undefined) return undefined;
+    this.dead.delete(sequence);
+    if (record.sessionId !== undefined) this.sessions.get(record.sessionId)?.holding.delete(sequence);
+    return record;
+  }
+
+  /** After dead letters were purged: their sessions go on, unless something else holds them. */
+  resumeSession(sessionId: string, now: number): void {
+    const session = this.sessions.get(sessionId);
+    if (session !== undefined) this.#resume(sessionId, session, now);
+  }
+
+  /** Once none of its messages is held and no dead letter holds it, the session's next waiting one is its head. */
+  #resume(sessionId: string, session: SessionRecord, now: number): void {
+    if (session.held.length > 0 || session.holding.size > 0) return;
     const next = session.waiting.shift();
     if (next !== undefined) {
       session.held.push(next);
       this.#makeDeliverable(next, Math.max(next.availableAt, now), now);
       this.#watchers.notify(this.name);
     } else {
-      this.dropIdleSession(record.sessionId, session);
+      this.dropIdleSession(sessionId, session);
     }
   }
 
   session(sessionId: string): SessionRecord {
     let session = this.sessions.get(sessionId);
     if (session === undefined) {
-      session = { held: [], waiting: [], state: undefined };
+      session = { held: [], waiting: [], holding: new Set(), state: undefined };
       this.sessions.set(sessionId, session);
     }
     return session;
   }
 
   dropIdleSession(sessionId: string, session: SessionRecord): void {
-    if (session.held.length === 0 && session.waiting.length === 0 && session.state === undefined) {
+    if (
+      session.held.length === 0 &&
+      session.waiting.length === 0 &&
+      session.holding.size === 0 &&
+      session.state === undefined
+    ) {
       this.sessions.delete(sessionId);
     }
+  }
+
+  /** Whether a dead letter holds its session. */
+  holdsSession(record: MessageRecord): boolean {
+    return (
+      record.sessionId !== undefined &&
+      this.sessions.get(record.sessionId)?.holding.has(record.sequence) === true
+    );
   }
 
   #makeDeliverable(record: MessageRecord, availableAt: number, now: number): void {

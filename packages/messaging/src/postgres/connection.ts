@@ -9,7 +9,8 @@ import {
 } from '@stratus/sql';
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { UnknownQueueError } from '../errors.js';
-import { channelOf, migrations, UNKNOWN_QUEUE_SQLSTATE } from './schema.js';
+import { migrations } from './schema.js';
+import { channelOf, UNKNOWN_QUEUE_SQLSTATE } from './sql-parts.js';
 
 export class PostgresConnection {
   readonly schema: string;

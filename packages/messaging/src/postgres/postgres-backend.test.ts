@@ -29,7 +29,8 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
   const url = suite.url as string;
   after(() => suite.release());
 
-  messageBackendContract('postgres', async () => new PostgresMessageBackend({ connectionString: url }));
+  const connect = async () => new PostgresMessageBackend({ connectionString: url });
+  messageBackendContract('postgres', connect, { reopen: connect });
 
   describe('on PostgreSQL', () => {
     const pools: pg.Pool[] = [];
@@ -201,7 +202,7 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
         const stats = await backend.stats('work', T0 + 8);
         const deadLetters = await backend.listDeadLetters('work', { limit: 10 });
         const resent = await backend.resendDeadLetters('work', [deadLetters[0]?.sequence ?? 0], T0 + 9);
-        const purged = await backend.purgeDeadLetters('work', undefined);
+        const purged = await backend.purgeDeadLetters('work', undefined, T0 + 9);
         await backend.send('carts', [msg('s', { sessionId: 'cart-1' })], T0);
         await backend.setSessionState('carts', 'cart-1', text('two items'));
         const sessionState = await backend.getSessionState('carts', 'cart-1');

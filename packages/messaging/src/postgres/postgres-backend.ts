@@ -33,7 +33,7 @@ import {
   receiveResults,
   stored,
 } from './rows.js';
-import { UNKNOWN_TOPIC_SQLSTATE } from './schema.js';
+import { UNKNOWN_TOPIC_SQLSTATE } from './sql-parts.js';
 import { type Statements, statements } from './statements.js';
 import { topicPatternRegex } from './topic-regex.js';
 
@@ -80,6 +80,7 @@ export class PostgresMessageBackend implements MessageBackend {
       priority.policy === 'weighted' ? priority.agingMs : null,
       priority.policy === 'weighted' ? priority.agingMs : STRICT_PRIORITY_STEP,
       settings.sessions,
+      settings.onSessionDeadLetter,
     ]);
   }
 
@@ -213,6 +214,7 @@ export class PostgresMessageBackend implements MessageBackend {
       deadLetterReason: row.dead_reason ?? '',
       deadLetterDescription: row.dead_description ?? undefined,
       deadLetteredAt: row.dead_at ?? 0,
+      holdsSession: row.holds_session,
     }));
   }
 
@@ -225,10 +227,14 @@ export class PostgresMessageBackend implements MessageBackend {
     return row?.resent ?? 0;
   }
 
-  async purgeDeadLetters(queue: string, sequences: readonly number[] | undefined): Promise<number> {
+  async purgeDeadLetters(
+    queue: string,
+    sequences: readonly number[] | undefined,
+    now: number,
+  ): Promise<number> {
     const [row] = await this.#connection.query<{ purged: number }>(
       this.#sql.purge,
-      [queue, sequences ?? null],
+      [queue, sequences ?? null, now],
       queue,
     );
     return row?.purged ?? 0;

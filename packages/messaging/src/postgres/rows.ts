@@ -45,6 +45,7 @@ export interface ListedRow extends MessageRow {
   dead_reason: string | null;
   dead_description: string | null;
   dead_at: number | null;
+  holds_session: boolean;
 }
 export interface QueueRow {
   lock_duration_ms: number;
@@ -55,6 +56,7 @@ export interface QueueRow {
   priority_policy: 'strict' | 'weighted';
   aging_ms: number | null;
   sessions: boolean;
+  on_session_dead_letter: QueueSettings['onSessionDeadLetter'];
 }
 
 /** The messages as parallel arrays, one per column. */
@@ -142,5 +144,6 @@ export function queueSettings(row: QueueRow): QueueSettings {
         ? { policy: 'weighted', agingMs: row.aging_ms as number }
         : { policy: 'strict' },
     sessions: row.sessions,
+    onSessionDeadLetter: row.on_session_dead_letter,
   };
 }

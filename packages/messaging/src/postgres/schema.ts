@@ -1,5 +1,13 @@
 import { advisoryKey } from '@stratus/sql';
-import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '../backend.js';
+import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES } from '../backend.js';
+import {
+  advanceSessionsFunction,
+  enqueueFunction,
+  listMessagesFunction,
+  unlockMessageFunction,
+} from './session-functions.js';
+import { sessionHoldMigration } from './session-hold-migration.js';
+import { due, sqlParts, UNKNOWN_TOPIC_SQLSTATE } from './sql-parts.js';
 
 /**
  * The PostgreSQL schema of the message backend: tables, indexes and the plpgsql functions that make every
@@ -22,53 +30,10 @@ import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '.
  * - NOTIFY is sent from inside the functions, so it goes out exactly when the transaction commits.
  */
 
-/** Errors raised by the functions; the backend maps them to the typed errors. */
-export const UNKNOWN_QUEUE_SQLSTATE = 'STQ01';
-export const UNKNOWN_TOPIC_SQLSTATE = 'STT01';
-
-/** The LISTEN/NOTIFY channel of a schema; the payload is the queue name. */
-export function channelOf(schema: string): string {
-  return `stratus_${schema}`;
-}
-
-/**
- * When a scheduled message falls due or a lock expires: time-based transitions wait in one index. `m` is a table
- * alias prefix ('m.') or '' (the index expression itself).
- */
-const due = (m: string) =>
-  `(CASE WHEN ${m}state = 'scheduled' THEN ${m}available_at ELSE ${m}locked_until END)`;
-
 /** What every receiving function returns: a row per message locked, tagged with its caller's slot. */
 const RECEIVED_ROWS = `RETURNS TABLE (slot int, sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
   available_at float8, expires_at float8, delivery_count int, lock_token uuid, locked_until float8,
   next_due_at float8)`;
-
-/** SQL pieces shared by the migrations' functions. */
-function sqlParts(schema: string) {
-  const S = `"${schema}"`;
-  return {
-    S,
-    channel: `'${channelOf(schema)}'`,
-    // Whether a due message dies instead of becoming available again; whether a slot's claimed one expired (TTL).
-    dies: `(CASE WHEN m.state = 'scheduled' THEN coalesce(m.expires_at <= v_now, false)
-    ELSE m.delivery_count >= q.max_delivery_count END)`,
-    slotExpired: 'coalesce(m.expires_at <= p_nows[v_slot], false)',
-    rank: (at: string, priority: string) => `${at} + (${MAX_PRIORITY} - ${priority}) * q.priority_step`,
-    lookupQueue: (name: string) => `
-    SELECT * INTO q FROM ${S}.queues WHERE name = ${name};
-    IF NOT FOUND THEN
-      RAISE EXCEPTION 'unknown queue %', ${name} USING ERRCODE = '${UNKNOWN_QUEUE_SQLSTATE}';
-    END IF;`,
-    // One advisory lock per (queue, session), taken in key order so that transactions taking several never deadlock.
-    lockSessions: (keys: string) => `
-    PERFORM pg_advisory_xact_lock(q.id, l.k)
-    FROM (SELECT DISTINCT hashtext(s) AS k FROM unnest(${keys}) AS s WHERE s IS NOT NULL ORDER BY 1) AS l;`,
-    // The functions called by the backend never scan a whole table: a plan cached while the tables were small (a
-    // fresh install) would otherwise keep sequentially scanning them after they grew, until the next ANALYZE.
-    // Every statement has an index that serves it; this keeps the planner on them whatever the statistics.
-    entryPoint: 'LANGUAGE plpgsql SET enable_seqscan = off AS $$',
-  };
-}
 
 /**
  * The receive function (see its comment). With `batches`, on a sessions queue it also locks up to p_batches - 1 of a
@@ -406,100 +371,7 @@ LANGUAGE sql IMMUTABLE AS $$
   )
 $$;
 
--- Makes the next waiting message of each given session its head once the head left (completed or dead).
-CREATE FUNCTION ${S}.advance_sessions(q ${S}.queues, p_keys text[], p_now float8) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_key text;
-  promoted int := 0;
-  one int;
-BEGIN
-  ${lockSessions('p_keys')}
-  -- One session at a time, so that every lookup is an index probe on (queue, session) whatever the statistics.
-  FOREACH v_key IN ARRAY p_keys LOOP
-    CONTINUE WHEN EXISTS (
-      SELECT 1 FROM ${S}.messages h
-      WHERE h.queue_id = q.id AND h.session_key = v_key AND h.state IN ('available', 'scheduled', 'locked'));
-    UPDATE ${S}.messages m SET
-      state = CASE WHEN m.available_at > p_now THEN 'scheduled' ELSE 'available' END,
-      available_at = greatest(m.available_at, p_now),
-      rank = ${rank('greatest(m.available_at, p_now)', 'm.priority')}
-    WHERE m.queue_id = q.id AND m.sequence = (
-      SELECT w.sequence FROM ${S}.messages w
-      WHERE w.queue_id = q.id AND w.session_key = v_key AND w.state = 'waiting'
-      ORDER BY w.sequence LIMIT 1);
-    GET DIAGNOSTICS one = ROW_COUNT;
-    promoted := promoted + one;
-  END LOOP;
-  IF promoted > 0 THEN
-    PERFORM pg_notify(${channel}, q.name);
-  END IF;
-END
-$$;
-
--- Stores messages in order with duplicate detection and session gating; returns (ordinal, sequence) of the
--- accepted ones. p_pick selects ordinals of the arrays (NULL: all). Each message has its own now (group commit).
-CREATE FUNCTION ${S}.enqueue(q ${S}.queues, p_nows float8[], p_ids text[], p_bodies bytea[], p_props json[],
-  p_priorities smallint[], p_session_ids text[], p_available_ats float8[], p_expires_ats float8[], p_pick int[])
-RETURNS TABLE (ord int, sequence bigint)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-BEGIN
-  IF q.sessions THEN
-    ${lockSessions('p_session_ids')}
-  END IF;
-  RETURN QUERY
-  WITH input AS (
-    SELECT i.ord::int AS ord, i.now, i.id, i.body, i.props, coalesce(i.priority, 0)::smallint AS priority,
-      CASE WHEN q.sessions THEN i.session_id END AS session_key,
-      coalesce(i.available_at, i.now) AS available_at,
-      coalesce(i.expires_at, i.now + q.default_ttl_ms) AS expires_at,
-      row_number() OVER (PARTITION BY i.id ORDER BY i.ord) AS copy
-    FROM unnest(p_nows, p_ids, p_bodies, p_props, p_priorities, p_session_ids, p_available_ats, p_expires_ats)
-      WITH ORDINALITY AS i(now, id, body, props, priority, session_id, available_at, expires_at, ord)
-    WHERE p_pick IS NULL OR i.ord = ANY (p_pick)
-  ), claimed AS (
-    -- The first copy of an id claims it unless a claim within the window exists; ids in order against deadlocks.
-    INSERT INTO ${S}.dedup AS d (queue_id, id, seen_at, expires_at)
-    SELECT q.id, i.id, i.now, i.now + q.duplicate_window_ms FROM input i
-    WHERE q.duplicate_window_ms > 0 AND i.copy = 1
-    ORDER BY i.id
-    ON CONFLICT (queue_id, id) DO UPDATE SET seen_at = excluded.seen_at, expires_at = excluded.expires_at
-      WHERE d.expires_at <= excluded.seen_at
-    RETURNING d.id
-  ), accepted AS (
-    -- nextval runs after the sort, so sequences follow the batch order.
-    SELECT i.*, nextval('${S}.message_sequence') AS sequence FROM input i
-    WHERE q.duplicate_window_ms <= 0 OR (i.copy = 1 AND i.id IN (SELECT c.id FROM claimed c))
-    ORDER BY i.ord
-  ), busy AS (
-    -- Sessions that already have a message; = ANY keeps this an index probe whatever the statistics.
-    SELECT DISTINCT m.session_key FROM ${S}.messages m
-    WHERE q.sessions AND m.queue_id = q.id AND m.session_key = ANY (p_session_ids) AND m.state <> 'dead'
-  ), gated AS (
-    SELECT a.*, a.session_key IS NOT NULL AND (
-        row_number() OVER (PARTITION BY a.session_key ORDER BY a.ord) > 1
-        OR a.session_key IN (SELECT b.session_key FROM busy b)) AS waits
-    FROM accepted a
-  ), inserted AS (
-    INSERT INTO ${S}.messages (queue_id, sequence, state, rank, available_at, priority, session_key, enqueued_at,
-      expires_at)
-    SELECT q.id, g.sequence,
-      CASE WHEN g.waits THEN 'waiting' WHEN g.available_at > g.now THEN 'scheduled' ELSE 'available' END,
-      ${rank('g.available_at', 'g.priority')}, g.available_at, g.priority, g.session_key, g.now, g.expires_at
-    FROM gated g
-  ), stored AS (
-    INSERT INTO ${S}.payloads (sequence, id, props, body)
-    SELECT a.sequence, a.id, a.props, a.body FROM accepted a
-  )
-  SELECT a.ord, a.sequence FROM accepted a;
-  IF FOUND THEN
-    PERFORM pg_notify(${channel}, q.name);
-  END IF;
-END
-$$;
-
-CREATE FUNCTION ${S}.send(p_queue text, p_nows float8[], p_ids text[], p_bodies bytea[], p_props json[],
+${advanceSessionsFunction(schema, false)}${enqueueFunction(schema, false)}CREATE FUNCTION ${S}.send(p_queue text, p_nows float8[], p_ids text[], p_bodies bytea[], p_props json[],
   p_priorities smallint[], p_session_ids text[], p_available_ats float8[], p_expires_ats float8[])
 RETURNS TABLE (ord int, sequence bigint)
 ${entryPoint}
@@ -621,37 +493,7 @@ BEGIN
 END
 $$;
 
--- Live messages (p_dead false) or dead letters (true) after a sequence, in sequence order.
-CREATE FUNCTION ${S}.list_messages(p_queue text, p_dead boolean, p_after bigint, p_limit int)
-RETURNS TABLE (sequence bigint, id text, body bytea, props json, priority smallint, enqueued_at float8,
-  available_at float8, expires_at float8, delivery_count int, state text, dead_reason text,
-  dead_description text, dead_at float8)
-${entryPoint}
-#variable_conflict use_column
-DECLARE
-  q ${S}.queues;
-  page bigint[];
-BEGIN
-  ${lookupQueue('p_queue')}
-  -- The page first (two statements, so that each can use its index: dead letters have their own), then its
-  -- rows and payloads by primary key.
-  IF p_dead THEN
-    page := ARRAY(SELECT m.sequence FROM ${S}.messages m
-      WHERE m.queue_id = q.id AND m.state = 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit);
-  ELSE
-    page := ARRAY(SELECT m.sequence FROM ${S}.messages m
-      WHERE m.queue_id = q.id AND m.state <> 'dead' AND m.sequence > p_after ORDER BY m.sequence LIMIT p_limit);
-  END IF;
-  RETURN QUERY
-  SELECT m.sequence, b.id, b.body, b.props, m.priority, m.enqueued_at, m.available_at, m.expires_at,
-    m.delivery_count, m.state, m.dead_reason, m.dead_description, m.dead_at
-  FROM ${S}.messages m JOIN ${S}.payloads b ON b.sequence = m.sequence
-  WHERE m.queue_id = q.id AND m.sequence = ANY (page) AND b.sequence = ANY (page)
-  ORDER BY m.sequence;
-END
-$$;
-
-CREATE FUNCTION ${S}.stats(p_queue text)
+${listMessagesFunction(schema, false)}CREATE FUNCTION ${S}.stats(p_queue text)
 RETURNS TABLE (available bigint, scheduled bigint, locked bigint, waiting bigint, dead bigint, oldest float8)
 ${entryPoint}
 DECLARE
@@ -867,47 +709,9 @@ $$;
  * message whose lock ends sends the messages locked behind it back to waiting; complete_and_receive.
  */
 function sessionBatchesMigration(schema: string): string {
-  const { S, channel, rank, lookupQueue, lockSessions, entryPoint } = sqlParts(schema);
-  const exhausted = 'm.delivery_count >= q.max_delivery_count';
+  const { S, lookupQueue, lockDelivery, entryPoint } = sqlParts(schema);
   return `
--- A message's lock ends (abandoned, or expired): in a session, the messages locked behind it go back to waiting
--- (their locks are lost). It is dead-lettered past its last delivery (and its session moves on), waits while a
--- message of its session before it is still held, and otherwise becomes deliverable at p_at. Returns its new state.
-CREATE FUNCTION ${S}.unlock_message(q ${S}.queues, p_sequence bigint, p_key text, p_at float8, p_now float8)
-RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  new_state text;
-BEGIN
-  IF p_key IS NOT NULL THEN
-    ${lockSessions('ARRAY[p_key]')}
-    UPDATE ${S}.messages m SET state = 'waiting', lock_token = NULL, locked_until = NULL
-    WHERE m.queue_id = q.id AND m.session_key = p_key AND m.state = 'locked' AND m.sequence > p_sequence;
-  END IF;
-  UPDATE ${S}.messages m SET
-    state = CASE WHEN ${exhausted} THEN 'dead'
-                 WHEN p_key IS NOT NULL AND EXISTS (
-                   SELECT 1 FROM ${S}.messages h
-                   WHERE h.queue_id = q.id AND h.session_key = p_key AND h.sequence < p_sequence
-                     AND h.state IN ('available', 'scheduled', 'locked')) THEN 'waiting'
-                 WHEN p_at > p_now THEN 'scheduled' ELSE 'available' END,
-    available_at = CASE WHEN ${exhausted} THEN m.available_at ELSE p_at END,
-    rank = CASE WHEN ${exhausted} THEN m.rank ELSE ${rank('p_at', 'm.priority')} END,
-    lock_token = NULL,
-    locked_until = NULL,
-    dead_reason = CASE WHEN ${exhausted} THEN '${DEAD_LETTER_MAX_DELIVERIES}' END,
-    dead_at = CASE WHEN ${exhausted} THEN p_now END
-  WHERE m.sequence = p_sequence
-  RETURNING m.state INTO new_state;
-  IF new_state = 'dead' AND p_key IS NOT NULL THEN
-    PERFORM ${S}.advance_sessions(q, ARRAY[p_key], p_now);
-  ELSIF new_state = 'available' THEN
-    PERFORM pg_notify(${channel}, q.name);
-  END IF;
-  RETURN new_state;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION ${S}.abandon(p_queue text, p_sequence bigint, p_token uuid, p_delay_ms float8,
+${unlockMessageFunction(schema, false)}CREATE OR REPLACE FUNCTION ${S}.abandon(p_queue text, p_sequence bigint, p_token uuid, p_delay_ms float8,
   p_now float8)
 RETURNS boolean
 ${entryPoint}
@@ -915,13 +719,7 @@ DECLARE
   q ${S}.queues;
   v_key text;
 BEGIN
-  ${lookupQueue('p_queue')}
-  SELECT m.session_key INTO v_key FROM ${S}.messages m
-  WHERE m.queue_id = q.id AND m.sequence = p_sequence AND m.lock_token = p_token
-  FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
+  ${lookupQueue('p_queue')}${lockDelivery}
   PERFORM ${S}.unlock_message(q, p_sequence, v_key, p_now + p_delay_ms, p_now);
   RETURN true;
 END
@@ -974,5 +772,10 @@ $$;`;
 
 /** The migrations of a schema, in order: entry i brings the schema to version i + 1. */
 export function migrations(schema: string): readonly string[] {
-  return [firstMigration(schema), sessionBatchesMigration(schema), asyncReceiveMigration(schema)];
+  return [
+    firstMigration(schema),
+    sessionBatchesMigration(schema),
+    asyncReceiveMigration(schema),
+    sessionHoldMigration(schema),
+  ];
 }

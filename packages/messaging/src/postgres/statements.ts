@@ -10,13 +10,14 @@ export function statements(schema: string) {
     putQueue: named(
       'put_queue',
       `INSERT INTO ${S}.queues (name, lock_duration_ms, max_delivery_count, duplicate_window_ms, default_ttl_ms,
-         max_message_bytes, priority_policy, aging_ms, priority_step, sessions)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         max_message_bytes, priority_policy, aging_ms, priority_step, sessions, on_session_dead_letter)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (name) DO UPDATE SET lock_duration_ms = excluded.lock_duration_ms,
          max_delivery_count = excluded.max_delivery_count, duplicate_window_ms = excluded.duplicate_window_ms,
          default_ttl_ms = excluded.default_ttl_ms, max_message_bytes = excluded.max_message_bytes,
          priority_policy = excluded.priority_policy, aging_ms = excluded.aging_ms,
-         priority_step = excluded.priority_step, sessions = excluded.sessions`,
+         priority_step = excluded.priority_step, sessions = excluded.sessions,
+         on_session_dead_letter = excluded.on_session_dead_letter`,
     ),
     getQueue: named('get_queue', `SELECT * FROM ${S}.queues WHERE name = $1`),
     listQueues: named('list_queues', `SELECT name FROM ${S}.queues ORDER BY name COLLATE "C"`),
@@ -47,7 +48,7 @@ export function statements(schema: string) {
     listMessages: named('list_messages', `SELECT * FROM ${S}.list_messages($1, $2, $3, $4)`),
     stats: named('stats', `SELECT * FROM ${S}.stats($1)`),
     resend: named('resend', `SELECT ${S}.resend($1, $2::bigint[], $3) AS resent`),
-    purge: named('purge', `SELECT ${S}.purge($1, $2::bigint[]) AS purged`),
+    purge: named('purge', `SELECT ${S}.purge($1, $2::bigint[], $3) AS purged`),
     getSessionState: named('get_session_state', `SELECT state FROM ${S}.get_session_state($1, $2)`),
     setSessionState: named('set_session_state', `SELECT ${S}.set_session_state($1, $2, $3)`),
     putTopic: named(

@@ -116,11 +116,15 @@ export function storedMessages(reply: readonly (Buffer | number)[]): StoredMessa
   return messages;
 }
 
-/** The dead letters of a listDeadLetters reply: sequence, record and payload slot for each. */
+/**
+ * The dead letters of a listDeadLetters reply: a string of one '1' (holds its session) or '0' per dead letter, then
+ * sequence, record and payload slot for each.
+ */
 export function deadLetters(reply: readonly (Buffer | number)[]): DeadLetter[] {
   const letters: DeadLetter[] = [];
   const payloads = new PayloadReader();
-  for (let i = 0; i < reply.length; i += 3) {
+  const holds = (reply[0] as Buffer).toString('latin1');
+  for (let i = 1; i < reply.length; i += 3) {
     const record = reply[i + 1] as Buffer;
     const [, , reason, description] = recordStrings(record);
     letters.push({
@@ -128,6 +132,7 @@ export function deadLetters(reply: readonly (Buffer | number)[]): DeadLetter[] {
       deadLetterReason: reason as string,
       deadLetterDescription: record[HAS_DESCRIPTION] === 1 ? description : undefined,
       deadLetteredAt: record.readDoubleLE(DEAD_LETTERED_AT),
+      holdsSession: holds[letters.length] === '1',
     });
   }
   return letters;

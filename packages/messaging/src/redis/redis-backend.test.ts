@@ -48,10 +48,8 @@ describe('redis message backend', { skip: suite.skip }, () => {
     client.disconnect();
   });
 
-  messageBackendContract(
-    'redis',
-    async () => new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}contract:` }),
-  );
+  const connect = async () => new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}contract:` });
+  messageBackendContract('redis', connect, { reopen: connect });
 
   it('opens and closes its own connections from a url', async () => {
     const backend = new RedisMessageBackend({ url, keyPrefix: `${suite.keyPrefix}url:` });
@@ -361,6 +359,7 @@ async function compareWithMemory(seed: number, backend: MessageBackend, referenc
     maxMessageBytes: 1024,
     priority: pick([{ policy: 'strict' }, { policy: 'weighted', agingMs: 5 }] as const),
     sessions: random() < 0.5,
+    onSessionDeadLetter: pick(['hold', 'continue'] as const),
   };
   const both = async <T>(run: (b: MessageBackend) => Promise<T>): Promise<[T, T]> => [
     await run(backend),
@@ -446,7 +445,7 @@ async function compareWithMemory(seed: number, backend: MessageBackend, referenc
       const chosen = dead.filter(() => random() < 0.5).map((d) => d.sequence);
       const purged = random() < 0.5 ? chosen : undefined;
       if (random() < 0.8) await same(`${what} resend`, (b) => b.resendDeadLetters(queue, chosen, now));
-      else await same(`${what} purge`, (b) => b.purgeDeadLetters(queue, purged));
+      else await same(`${what} purge`, (b) => b.purgeDeadLetters(queue, purged, now));
     } else if (op < 96) {
       const query = { limit: 1 + below(10), afterSequence: random() < 0.5 ? undefined : below(20) };
       await same(`${what} peek`, (b) => b.peek(queue, query));

@@ -91,6 +91,7 @@ export class RedisMessageBackend implements MessageBackend {
         String(settings.duplicateWindowMs),
         settings.defaultTtlMs === undefined ? '' : String(settings.defaultTtlMs),
         settings.sessions ? '1' : '0',
+        settings.onSessionDeadLetter === 'hold' ? '1' : '0',
       ],
     );
   }
@@ -99,7 +100,12 @@ export class RedisMessageBackend implements MessageBackend {
     const json = await (await this.#connection.client()).hget(this.#connection.queueKey(name), 'json');
     if (json === null) return undefined;
     const settings = JSON.parse(json) as QueueSettings;
-    return { ...settings, defaultTtlMs: settings.defaultTtlMs ?? undefined };
+    return {
+      ...settings,
+      defaultTtlMs: settings.defaultTtlMs ?? undefined,
+      // Queues stored before the setting existed get its default.
+      onSessionDeadLetter: settings.onSessionDeadLetter ?? 'hold',
+    };
   }
 
   async listQueues(): Promise<string[]> {
@@ -263,11 +269,15 @@ export class RedisMessageBackend implements MessageBackend {
     ])) as number;
   }
 
-  async purgeDeadLetters(queue: string, sequences: readonly number[] | undefined): Promise<number> {
+  async purgeDeadLetters(
+    queue: string,
+    sequences: readonly number[] | undefined,
+    now: number,
+  ): Promise<number> {
     const args =
       sequences === undefined
-        ? ['all']
-        : ['some', ...[...new Set(sequences.filter(Number.isSafeInteger))].map(String)];
+        ? [String(now), 'all']
+        : [String(now), 'some', ...[...new Set(sequences.filter(Number.isSafeInteger))].map(String)];
     return (await this.#connection.runOnQueue('purgeDeadLetters', queue, args)) as number;
   }
 

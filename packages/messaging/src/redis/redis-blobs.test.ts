@@ -185,10 +185,10 @@ describe('redis message backend: payloads in blobs', { skip: suite.skip }, () =>
     assert.deepEqual(Object.values(await counts()), [29]);
     // Purged some by sequence, then all: the other ways out.
     const rest = letters.filter((l) => l !== resent).map((l) => l.sequence);
-    assert.equal(await backend.purgeDeadLetters('q', rest.slice(0, 9)), 9);
+    assert.equal(await backend.purgeDeadLetters('q', rest.slice(0, 9), T0), 9);
     assert.deepEqual(Object.values(await counts()), [20]);
     assert.equal((await blobKeys()).length, 1);
-    assert.equal(await backend.purgeDeadLetters('q', undefined), 20);
+    assert.equal(await backend.purgeDeadLetters('q', undefined, T0), 20);
     assert.deepEqual(await blobKeys(), []);
     assert.deepEqual(await counts(), {});
     assert.equal(await fields(), 0);

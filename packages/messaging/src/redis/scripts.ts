@@ -5,7 +5,7 @@ import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '.
  *
  * Keys of a queue share the hash tag `{name}` (one cluster slot): `<prefix>q:{name}:<kind>` where kind is one
  * letter, so no queue name can reach another queue's keys:
- *   m  hash   settings (step, maxd, dupw, ttl, sess, json) and the sequence counter `seq`
+ *   m  hash   settings (step, maxd, dupw, ttl, sess, hold, json) and the sequence counter `seq`
  *   r  hash   `<sequence>` -> state record (RECORD_FORMAT) and `<sequence>p` -> payload (the properties as JSON, a
  *             NUL byte, the body bytes, as the client wrote them), for live and dead messages; sequences are
  *             16-digit strings everywhere. A message of a bulk send has no payload field: its record ends with a
@@ -24,6 +24,7 @@ import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES, MAX_PRIORITY } from '.
  *   w  zset   waiting session messages, members `<sessionId> NUL <sequence>` at score 0 (by session, then sequence)
  *   f  zset   session messages locked behind their head by a session-batch receive, members as in w
  *   h  hash   session id -> sequence of its head (the one available, scheduled or locked message)
+ *   o  zset   dead letters that hold their session (QueueSettings.onSessionDeadLetter), members as in w
  *   c  hash   session id -> session state
  *   n         the pub/sub channel that wakes watchers
  * Shared keys: `<prefix>queues` (set of names), `<prefix>topics` (hash of settings JSON), `<prefix>subscriptions`
@@ -123,11 +124,12 @@ local function encode(r)
 end
 
 local function open_queue(base)
-  local m = redis.call('HMGET', base .. 'm', 'step', 'maxd', 'dupw', 'ttl', 'sess')
+  local m = redis.call('HMGET', base .. 'm', 'step', 'maxd', 'dupw', 'ttl', 'sess', 'hold')
   if not m[1] then return nil end
   return {
     base = base, step = tonumber(m[1]), maxd = tonumber(m[2]), dupw = tonumber(m[3]), ttl = tonumber(m[4]),
-    sessions = m[5] == '1', writes = {}, order = {}, wake = false,
+    -- Queues stored before onSessionDeadLetter existed have no 'hold' field: they get its default, 'hold'.
+    sessions = m[5] == '1', hold = m[6] ~= '0', writes = {}, order = {}, wake = false,
   }
 end
 
@@ -213,31 +215,45 @@ local function deliverable(q, seq, r, at, now)
   save(q, seq, r)
 end
 
+-- The first member of a session in a zset of members '<sessionId> NUL <sequence>' (w, f, o), or nil.
+local function first_of(q, kind, sid)
+  return redis.call('ZRANGEBYLEX', q.base .. kind, '[' .. sid .. '\0', '(' .. sid .. '\1', 'LIMIT', 0, 1)[1]
+end
+
+-- The session has no head: its waiting message with the lowest sequence becomes the head, unless a dead letter
+-- holds the session (then it has none until that dead letter is resent or purged).
+local function promote(q, sid, now)
+  local member = not first_of(q, 'o', sid) and first_of(q, 'w', sid)
+  if not member then
+    redis.call('HDEL', q.base .. 'h', sid)
+    return
+  end
+  redis.call('ZREM', q.base .. 'w', member)
+  local next_seq = string.sub(member, -16)
+  redis.call('HSET', q.base .. 'h', sid, next_seq)
+  local nr = load(q, next_seq)
+  deliverable(q, next_seq, nr, math.max(nr[AVAILABLE_AT], now), now)
+end
+
 -- The session's head left (completed or dead): the message locked behind it, if any, takes its place, else the
--- waiting message with the lowest sequence. A message locked behind a head that leaves just stops being one.
+-- session goes on (promote). A message locked behind a head that leaves just stops being one.
 local function advance(q, seq, r, now)
   if r[HAS_SESSION] == 0 then return end
   local sid = r[SESSION]
-  local behind = q.base .. 'f'
-  redis.call('ZREM', behind, sid .. '\0' .. seq)
+  redis.call('ZREM', q.base .. 'f', sid .. '\0' .. seq)
   local heads = q.base .. 'h'
   if redis.call('HGET', heads, sid) ~= seq then return end
-  local follower = redis.call('ZRANGEBYLEX', behind, '[' .. sid .. '\0', '(' .. sid .. '\1', 'LIMIT', 0, 1)[1]
+  local follower = first_of(q, 'f', sid)
   if follower then
     redis.call('HSET', heads, sid, string.sub(follower, -16))
     return
   end
-  local waiting = q.base .. 'w'
-  local member = redis.call('ZRANGEBYLEX', waiting, '[' .. sid .. '\0', '(' .. sid .. '\1', 'LIMIT', 0, 1)[1]
-  if not member then
-    redis.call('HDEL', heads, sid)
-    return
-  end
-  redis.call('ZREM', waiting, member)
-  local next_seq = string.sub(member, -16)
-  redis.call('HSET', heads, sid, next_seq)
-  local nr = load(q, next_seq)
-  deliverable(q, next_seq, nr, math.max(nr[AVAILABLE_AT], now), now)
+  promote(q, sid, now)
+end
+
+-- A dead letter stopped holding the session (resent or purged): with no head, the session goes on (promote).
+local function resume(q, sid, now)
+  if redis.call('HEXISTS', q.base .. 'h', sid) == 0 then promote(q, sid, now) end
 end
 
 -- The messages locked behind seq in its session go back to waiting, their locks lost, and seq itself too when
@@ -266,8 +282,13 @@ local function back_to_waiting(q, seq, r, itself)
   end
 end
 
--- The caller has taken the message out of a, u or k.
+-- The caller has taken the message out of a, u or k. A dead letter that holds its session (holdsSession in
+-- backend.ts) is listed in o, and the messages locked behind it go back to waiting.
 local function kill(q, seq, r, reason, description, now)
+  if q.sessions and q.hold and r[HAS_SESSION] == 1 and reason ~= EXPIRED then
+    back_to_waiting(q, seq, r, false)
+    redis.call('ZADD', q.base .. 'o', 0, r[SESSION] .. '\0' .. seq)
+  end
   r[STATE] = DEAD
   r[LOCKED_UNTIL] = 0
   r[TOKEN] = ''
@@ -286,7 +307,7 @@ local function enter(q, seq, r, at, now)
   if r[HAS_SESSION] == 1 then
     local sid = r[SESSION]
     local heads = q.base .. 'h'
-    if redis.call('HEXISTS', heads, sid) == 1 then
+    if redis.call('HEXISTS', heads, sid) == 1 or first_of(q, 'o', sid) then
       r[STATE] = WAITING
       r[AVAILABLE_AT] = at
       redis.call('ZADD', q.base .. 'w', 0, sid .. '\0' .. seq)
@@ -566,9 +587,9 @@ local function retention_of(settings) return tonumber(cjson.decode(settings).ret
 `;
 
 const PUT_QUEUE = `
--- KEYS: queues, queue meta. ARGV: name, settings JSON, step, maxd, dupw, ttl, sess
+-- KEYS: queues, queue meta. ARGV: name, settings JSON, step, maxd, dupw, ttl, sess, hold
 redis.call('HSET', KEYS[2], 'json', ARGV[2], 'step', ARGV[3], 'maxd', ARGV[4], 'dupw', ARGV[5], 'ttl', ARGV[6],
-  'sess', ARGV[7])
+  'sess', ARGV[7], 'hold', ARGV[8])
 redis.call('SADD', KEYS[1], ARGV[1])
 return 1
 `;
@@ -579,7 +600,7 @@ if redis.call('SREM', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 local base = string.sub(KEYS[3], 1, -2)
 local keys = {}
-for kind in string.gmatch('mrauklxdwfhcg', '.') do keys[#keys + 1] = base .. kind end
+for kind in string.gmatch('mrauklxdwfhcgo', '.') do keys[#keys + 1] = base .. kind end
 -- Every blob still referred to is listed in g.
 local blobs = redis.call('HKEYS', base .. 'g')
 for i = 1, #blobs do keys[#keys + 1] = base .. 'b' .. blobs[i] end
@@ -874,13 +895,25 @@ return {
 `;
 
 const LIST_DEAD_LETTERS = `
--- KEYS: queue meta. ARGV: afterSequence, limit. Returns sequence, record and payload slot per dead letter.
+-- KEYS: queue meta. ARGV: afterSequence, limit. Returns a string with a '1' for each dead letter that holds its
+-- session and a '0' for each other, then sequence, record and payload slot per dead letter.
 local q = open_or_fail()
-return listing(q, redis.call('ZRANGEBYSCORE', q.base .. 'x', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2])))
+local seqs = redis.call('ZRANGEBYSCORE', q.base .. 'x', '(' .. ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
+local reply = listing(q, seqs)
+local holds = {}
+for i = 1, #seqs do
+  local r = decode(reply[3 * i - 1])
+  local member = r[SESSION] .. '\\0' .. seqs[i]
+  holds[i] = (r[HAS_SESSION] == 1 and redis.call('ZSCORE', q.base .. 'o', member)) and '1' or '0'
+end
+table.insert(reply, 1, table.concat(holds))
+return reply
 `;
 
 const RESEND_DEAD_LETTERS = `
--- KEYS: queue meta. ARGV: now, sequences (ascending). Returns how many were resent.
+-- KEYS: queue meta. ARGV: now, sequences (ascending). Returns how many were resent. A session message rejoins its
+-- session's waiting messages, and the first of them (by sequence) goes on unless the session has a head or a dead
+-- letter holds it: one that held the session thus comes back before the messages that waited behind it.
 local q = open_or_fail()
 local now = tonumber(ARGV[1])
 local count = 0
@@ -894,7 +927,19 @@ for i = 2, #ARGV do
     r[HAS_DESCRIPTION] = 0
     r[DESCRIPTION] = ''
     put(q, 'ZADD', 'l', seq, seq)
-    enter(q, seq, r, now, now)
+    if r[HAS_SESSION] == 1 then
+      local member = r[SESSION] .. '\\0' .. seq
+      redis.call('ZREM', q.base .. 'o', member)
+      r[STATE] = WAITING
+      r[AVAILABLE_AT] = now
+      redis.call('ZADD', q.base .. 'w', 0, member)
+      save(q, seq, r)
+      -- promote reads the record back.
+      flush(q)
+      resume(q, r[SESSION], now)
+    else
+      enter(q, seq, r, now, now)
+    end
     count = count + 1
   end
 end
@@ -903,24 +948,34 @@ return count
 `;
 
 const PURGE_DEAD_LETTERS = `
--- KEYS: queue meta. ARGV: 'all', or 'some' and sequences. Returns how many were deleted.
+-- KEYS: queue meta. ARGV: now, then 'all', or 'some' and sequences. Returns how many were deleted. The sessions
+-- the deleted dead letters held go on.
 local q = open_or_fail()
+local now = tonumber(ARGV[1])
 local dead = q.base .. 'x'
 local seqs
-if ARGV[1] == 'all' then
+if ARGV[2] == 'all' then
   seqs = redis.call('ZRANGE', dead, 0, -1)
   redis.call('DEL', dead)
 else
   seqs = {}
-  for i = 2, #ARGV do
+  for i = 3, #ARGV do
     local seq = pad(tonumber(ARGV[i]))
     if redis.call('ZREM', dead, seq) == 1 then seqs[#seqs + 1] = seq end
   end
 end
 local raws = #seqs > 0 and fetch_all('HMGET', q.base .. 'r', seqs) or {}
+local freed = {}
 for i = 1, #seqs do
-  if raws[i] then drop(q, seqs[i], decode(raws[i])) end
+  if raws[i] then
+    local r = decode(raws[i])
+    if r[HAS_SESSION] == 1 and redis.call('ZREM', q.base .. 'o', r[SESSION] .. '\\0' .. seqs[i]) == 1 then
+      freed[#freed + 1] = r[SESSION]
+    end
+    drop(q, seqs[i], r)
+  end
 end
+for i = 1, #freed do resume(q, freed[i], now) end
 finish(q)
 return #seqs
 `;

@@ -8,15 +8,20 @@ export function listDeadLetters(rows: QueueRows, queue: string, query: DeadLette
   const context = rows.load(queue);
   return rows.database
     .prepare(SQL.deadLetters)
-    .all<MessageRow>(context.id, query.afterSequence ?? 0, query.limit)
+    .all<MessageRow & { holds_session: number | null }>(context.id, query.afterSequence ?? 0, query.limit)
     .map((row) => ({
       ...stored(row),
       deadLetterReason: row.dead_reason as string,
       deadLetterDescription: row.dead_description ?? undefined,
       deadLetteredAt: row.dead_at as number,
+      holdsSession: row.holds_session !== null,
     }));
 }
 
+/**
+ * A resent session message joins its session's waiting messages, and the session goes on if nothing holds it:
+ * its first waiting message, by sequence, becomes the head (the resent one, when it held the session).
+ */
 export function resendDeadLetters(
   rows: QueueRows,
   queue: string,
@@ -32,9 +37,7 @@ export function resendDeadLetters(
       .get<{ priority: number; session: string | null }>(context.id, sequence);
     if (row === undefined) continue;
     const placement =
-      row.session !== null && rows.sessionBusy(context, row.session)
-        ? waitingPlacement(now)
-        : rows.placement(context, row.priority, now, now);
+      row.session !== null ? waitingPlacement(now) : rows.placement(context, row.priority, now, now);
     db.prepare(SQL.resend).run(
       placement.state,
       placement.availableAt,
@@ -42,6 +45,7 @@ export function resendDeadLetters(
       placement.dueAt,
       sequence,
     );
+    if (row.session !== null) rows.advanceSession(context, row.session, now);
     resent++;
   }
   if (resent > 0) context.signal = true;
@@ -49,27 +53,35 @@ export function resendDeadLetters(
   return resent;
 }
 
+/** Deletes dead letters; the sessions they held go on. */
 export function purgeDeadLetters(
   rows: QueueRows,
   queue: string,
   sequences: readonly number[] | undefined,
+  now: number,
 ): number {
   const db = rows.database;
   const context = rows.load(queue);
-  if (sequences === undefined) {
-    const highest = db.prepare(SQL.highestDead).get<{ highest: number | null }>(context.id)?.highest;
-    const purged = db.prepare(SQL.deleteDead).run(context.id).changes;
-    rows.deleted(context, highest ?? 0);
-    return purged;
-  }
-  const purge = db.prepare(SQL.purgeOne);
   let purged = 0;
   let highest = 0;
-  for (const sequence of sequences) {
-    if (purge.run(context.id, sequence).changes === 0) continue;
-    purged++;
-    highest = Math.max(highest, sequence);
+  const released = new Set<string>();
+  if (sequences === undefined) {
+    for (const { session } of db.prepare(SQL.heldSessions).all<{ session: string }>(context.id))
+      released.add(session);
+    highest = db.prepare(SQL.highestDead).get<{ highest: number | null }>(context.id)?.highest ?? 0;
+    purged = db.prepare(SQL.deleteDead).run(context.id).changes;
+  } else {
+    const purge = db.prepare(SQL.purgeOne);
+    for (const sequence of sequences) {
+      const row = purge.get<{ session: string | null; holds_session: number | null }>(context.id, sequence);
+      if (row === undefined) continue;
+      purged++;
+      highest = Math.max(highest, sequence);
+      if (row.holds_session !== null) released.add(row.session as string);
+    }
   }
   rows.deleted(context, highest);
+  for (const session of released) rows.advanceSession(context, session, now);
+  rows.finish(context);
   return purged;
 }

@@ -3,6 +3,7 @@ import type { SqliteDatabase, WatchHub } from '@stratus/sql';
 import {
   DEAD_LETTER_EXPIRED,
   DEAD_LETTER_MAX_DELIVERIES,
+  holdsSession,
   type MessageState,
   type OutgoingMessage,
   type PriorityPolicy,
@@ -113,6 +114,8 @@ export class QueueRows {
         maxMessageBytes: raw.maxMessageBytes,
         priority: raw.priority,
         sessions: raw.sessions,
+        // Queues stored before the setting existed get its default.
+        onSessionDeadLetter: raw.onSessionDeadLetter ?? 'hold',
       };
       this.#settings.set(text, settings);
     }
@@ -179,8 +182,13 @@ export class QueueRows {
     }
   }
 
+  /** Whether the session has a head (a message available, scheduled or locked) or a dead letter holds it. */
   sessionBusy(context: QueueContext, session: string): boolean {
-    return this.database.prepare(SQL.sessionHead).get(context.id, session) !== undefined;
+    const db = this.database;
+    return (
+      db.prepare(SQL.sessionHead).get(context.id, session) !== undefined ||
+      db.prepare(SQL.sessionHeld).get(context.id, session) !== undefined
+    );
   }
 
   /** Where a message that may be delivered from `availableAt` goes: scheduled, or available with its rank. */
@@ -209,6 +217,7 @@ export class QueueRows {
     context.signal = true;
   }
 
+  /** Dead-letters a message; one that holds its session (holdsSession) sends the messages locked behind it back. */
   kill(
     context: QueueContext,
     sequence: number,
@@ -217,7 +226,10 @@ export class QueueRows {
     description: string | undefined,
     now: number,
   ): void {
-    this.database.prepare(SQL.kill).run(reason, description ?? null, now, sequence);
+    const db = this.database;
+    const holds = session !== null && holdsSession(context.settings, session, reason);
+    if (holds) db.prepare(SQL.releaseFollowers).run(context.id, session, sequence);
+    db.prepare(SQL.kill).run(reason, description ?? null, now, holds ? 1 : null, sequence);
     if (session !== null) this.advanceSession(context, session, now);
   }
 
@@ -243,8 +255,8 @@ export class QueueRows {
   }
 
   /**
-   * A message of the session left (completed or dead): once none of its messages is held, the next waiting one
-   * becomes its head.
+   * A message of the session left (completed or dead), or a dead letter stopped holding it: once none of its
+   * messages is held and no dead letter holds it, the next waiting one becomes its head.
    */
   advanceSession(context: QueueContext, session: string, now: number): void {
     if (this.sessionBusy(context, session)) return;

@@ -109,4 +109,10 @@ export const MESSAGING_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX stratus_retained_topic ON stratus_retained (topic, published_at);
   `,
+  // 2: a dead letter that holds its session (QueueSettings.onSessionDeadLetter) has holds_session = 1. The index
+  // holds only those, so asking whether a session is held costs a seek in a (mostly empty) index.
+  `
+  ALTER TABLE stratus_messages ADD COLUMN holds_session INTEGER;
+  CREATE INDEX stratus_messages_holding ON stratus_messages (queue, session) WHERE holds_session IS NOT NULL;
+  `,
 ];

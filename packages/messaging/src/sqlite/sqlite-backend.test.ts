@@ -27,6 +27,10 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
   messageBackendContract(
     `sqlite (${driver})`,
     async () => new SqliteMessageBackend({ path: freshPath(), driver }),
+    {
+      reopen: async (closed) =>
+        new SqliteMessageBackend({ path: (closed as SqliteMessageBackend).database.path, driver }),
+    },
   );
 }
 
@@ -92,7 +96,7 @@ describe('SQLite message backend', () => {
       assert.ok((second?.sequence as number) > (first?.sequence as number));
       const { messages: more } = await backend.receive('q', { max: 1, lockMs: 1000, now: T0 });
       await backend.deadLetter('q', more[0]?.lockToken as string, 'x', undefined, T0);
-      assert.equal(await backend.purgeDeadLetters('q', undefined), 1);
+      assert.equal(await backend.purgeDeadLetters('q', undefined, T0), 1);
       const [third] = await backend.send('q', [{ id: 'c', body: body('c') }], T0);
       assert.ok((third?.sequence as number) > (second?.sequence as number));
     } finally {

@@ -218,8 +218,12 @@ export class SqliteMessageBackend implements MessageBackend {
     return this.#db().transactionAsync(() => resendDeadLetters(this.#rows, queue, sequences, now));
   }
 
-  async purgeDeadLetters(queue: string, sequences: readonly number[] | undefined): Promise<number> {
-    return this.#db().transactionAsync(() => purgeDeadLetters(this.#rows, queue, sequences));
+  async purgeDeadLetters(
+    queue: string,
+    sequences: readonly number[] | undefined,
+    now: number,
+  ): Promise<number> {
+    return this.#db().transactionAsync(() => purgeDeadLetters(this.#rows, queue, sequences, now));
   }
 
   async getSessionState(queue: string, sessionId: string): Promise<Uint8Array | undefined> {

@@ -140,6 +140,10 @@ export const SQL = {
   sessionHead:
     'SELECT 1 AS busy FROM stratus_messages WHERE queue = ? AND session = ? AND session IS NOT NULL ' +
     "AND state IN ('available', 'scheduled', 'locked') LIMIT 1",
+  /** Whether a dead letter holds the session (QueueSettings.onSessionDeadLetter). */
+  sessionHeld:
+    'SELECT 1 AS held FROM stratus_messages WHERE queue = ? AND session = ? AND holds_session IS NOT NULL LIMIT 1',
+  heldSessions: 'SELECT DISTINCT session FROM stratus_messages WHERE queue = ? AND holds_session IS NOT NULL',
   heldBefore:
     'SELECT 1 AS busy FROM stratus_messages WHERE queue = ? AND session = ? ' +
     "AND state IN ('available', 'scheduled', 'locked') AND sequence < ? LIMIT 1",
@@ -189,7 +193,7 @@ export const SQL = {
     'due_at = ? WHERE sequence = ?',
   kill:
     "UPDATE stratus_messages SET state = 'dead', dead_reason = ?, dead_description = ?, dead_at = ?, rank = NULL, " +
-    'due_at = NULL, lock_token = NULL WHERE sequence = ?',
+    'due_at = NULL, lock_token = NULL, holds_session = ? WHERE sequence = ?',
 
   renew:
     'UPDATE stratus_messages SET due_at = ? ' +
@@ -205,15 +209,17 @@ export const SQL = {
     `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
     'WHERE sequence > ? AND sequence <= ? AND dead_at IS NULL ORDER BY sequence LIMIT ?',
   deadLetters:
-    `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
+    `SELECT ${MESSAGE_COLUMNS}, holds_session FROM stratus_messages ` +
     'WHERE queue = ? AND dead_at IS NOT NULL AND sequence > ? ORDER BY sequence LIMIT ?',
   deadLetter:
     'SELECT sequence, priority, session FROM stratus_messages ' +
     'WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL',
   resend:
     'UPDATE stratus_messages SET state = ?, available_at = ?, rank = ?, due_at = ?, delivery_count = 0, ' +
-    'dead_reason = NULL, dead_description = NULL, dead_at = NULL WHERE sequence = ?',
-  purgeOne: 'DELETE FROM stratus_messages WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL',
+    'dead_reason = NULL, dead_description = NULL, dead_at = NULL, holds_session = NULL WHERE sequence = ?',
+  purgeOne:
+    'DELETE FROM stratus_messages WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL ' +
+    'RETURNING session, holds_session',
   stats:
     "SELECT (SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'available') AS available, " +
     "(SELECT count(*) FROM stratus_messages WHERE queue = ? AND state = 'scheduled') AS scheduled, " +
