@@ -156,11 +156,22 @@ function openEmbedded(
   };
 }
 
+/**
+ * The pool of a process scaled out. A connection the server drops (a restart, a fail-over, an operator) must not take
+ * the process down: an idle one is the pool's 'error' and leaves the pool, the next query gets a fresh one; one in use
+ * between two queries (a transaction in progress, a LISTEN) would raise an 'error' on its client that nothing else
+ * hears, so every client gets a listener too: its holder learns of the loss from its next query, which fails.
+ */
+export function openPool(config: ConferenceConfig): pg.Pool {
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+
 function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure {
   const schema = config.databaseSchema;
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
-  // An idle connection the server drops must not take the process down; the next query gets a fresh one.
-  pool.on('error', () => {});
+  const pool = openPool(config);
   const store = new EventStore({ backend: new PostgresEventStoreBackend({ pool, schema }), clock });
   const queues: MessageBackend =
     config.redisUrl === undefined
