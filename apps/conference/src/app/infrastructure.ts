@@ -50,11 +50,15 @@ export interface Infrastructure {
   readonly rateLimits: RateLimitStore;
   reader(view: DocumentProjectionDefinition): DocumentReader;
   /**
-   * A runner keeping `view` up to date (single-active across processes through the view's lease); `onChange` hears
-   * which documents each batch writes, and 'all' when the view's version starts serving reads (documents read
-   * before that came from no version at all).
+   * A runner keeping `view` up to date (single-active across processes through the view's lease, held as `owner`:
+   * default a new id); `onChange` hears which documents each batch writes, and 'all' when the view's version starts
+   * serving reads (documents read before that came from no version at all).
    */
-  runner(view: DocumentProjectionDefinition, onChange: (keys: ViewChange) => void): ProjectionRunner<unknown>;
+  runner(
+    view: DocumentProjectionDefinition,
+    onChange: (keys: ViewChange) => void,
+    owner?: string,
+  ): ProjectionRunner<unknown>;
   /**
    * Where a process without view runners hears the documents the runners of other processes change: 'unheard' first
    * and whenever changes may go unheard from then on, 'all' once they are heard again (any may have changed
@@ -87,8 +91,9 @@ function reportingActivation(
   return runner;
 }
 
-function runnerOptions(config: ConferenceConfig) {
+function runnerOptions(config: ConferenceConfig, owner: string | undefined) {
   return {
+    ...(owner === undefined ? {} : { owner }),
     pollIntervalMs: 500,
     leaseMs: config.leaseMs,
     appendDelayMs: APPEND_DELAY_MS,
@@ -138,13 +143,13 @@ function openEmbedded(
     leases: new SqliteLeaseStore({ database }),
     rateLimits: new MemoryRateLimitStore(),
     reader: (view) => sqliteDocumentReader(database, target, view.name),
-    runner: (view, onChange) =>
+    runner: (view, onChange, owner) =>
       reportingActivation(
         new ProjectionRunner(
           store,
           target,
           sqliteDocumentProjection(view, { onChange }),
-          runnerOptions(config),
+          runnerOptions(config, owner),
         ) as ProjectionRunner<unknown>,
         onChange,
       ),
@@ -156,11 +161,22 @@ function openEmbedded(
   };
 }
 
+/**
+ * The pool of a process scaled out. A connection the server drops (a restart, a fail-over, an operator) must not take
+ * the process down: an idle one is the pool's 'error' and leaves the pool, the next query gets a fresh one; one in use
+ * between two queries (a transaction in progress, a LISTEN) would raise an 'error' on its client that nothing else
+ * hears, so every client gets a listener too: its holder learns of the loss from its next query, which fails.
+ */
+export function openPool(config: ConferenceConfig): pg.Pool {
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+
 function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure {
   const schema = config.databaseSchema;
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
-  // An idle connection the server drops must not take the process down; the next query gets a fresh one.
-  pool.on('error', () => {});
+  const pool = openPool(config);
   const store = new EventStore({ backend: new PostgresEventStoreBackend({ pool, schema }), clock });
   const queues: MessageBackend =
     config.redisUrl === undefined
@@ -193,13 +209,13 @@ function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure
     leases: new PostgresLeaseStore({ pool, schema }),
     rateLimits,
     reader: (view) => postgresDocumentReader(pool, target, view.name, { schema }),
-    runner(view, onChange) {
+    runner(view, onChange, owner) {
       return reportingActivation(
         new ProjectionRunner(
           store,
           target,
           postgresDocumentProjection(view, { schema, onChange, notifyChannel: channel }),
-          runnerOptions(config),
+          runnerOptions(config, owner),
         ) as ProjectionRunner<unknown>,
         (keys) => {
           onChange(keys);

@@ -7,11 +7,12 @@
  */
 
 import { LeaderElection } from '@stratus/coordination';
-import { type Clock, runInLanes, systemClock } from '@stratus/core';
+import { type Clock, randomId, runInLanes, systemClock } from '@stratus/core';
 import {
   CommandBus,
   ProcessManager,
   ProcessRouter,
+  type ProjectionRunner,
   queueTimeoutScheduler,
   type RecordedEvent,
   type Subscription,
@@ -36,6 +37,7 @@ import {
   poisonOptions,
   type ViewChange,
 } from './infrastructure.js';
+import { KeptRunning } from './kept-running.js';
 import { documentQueries, type Queries } from './queries.js';
 import {
   ConferenceManagement,
@@ -218,15 +220,11 @@ export async function startConferenceSystem(
 
   const consumers: Consumer<unknown>[] = [];
   const onViewChange = options.onViewChange;
-  const runners = runsWorker
-    ? views.map((view) =>
-        infrastructure.runner(view, (keys) => {
-          if (keys === 'all') waits.changedAll();
-          else waits.changed(keys);
-          onViewChange?.(keys);
-        }),
-      )
-    : [];
+  const viewChanged = (keys: ViewChange) => {
+    if (keys === 'all') waits.changedAll();
+    else waits.changed(keys);
+    onViewChange?.(keys);
+  };
   const processOutcomes = new Map<string, number>();
   /** The subscriptions this process runs now (while it leads) and its view runners, by name. */
   const handlers = new Map<string, { readonly failingAttempts: number }>();
@@ -235,11 +233,29 @@ export async function startConferenceSystem(
     const { position, streamName, reason, attempts, error } = event as ParkedEventReport;
     options.log?.error({ handler, position, streamName, reason, attempts, error }, 'event parked');
   };
-  for (const [i, runner] of runners.entries()) {
-    const name = `projection:${views[i]?.name}@${runner.version}`;
-    handlers.set(name, runner);
-    runner.events.on((event) => reportParked(name, event));
-  }
+  /** Each part of `keep` starts anew a second after it stopped on an error (the database out of reach, say). */
+  const keep = <Part extends { readonly failingAttempts: number; stop(): Promise<void> }>(
+    what: string,
+    start: () => { name: string; part: Part; done: Promise<void> },
+  ) =>
+    new KeptRunning(
+      () => {
+        const { name, part, done } = start();
+        handlers.set(name, part);
+        return { part, done };
+      },
+      {
+        clock,
+        onFailure: (error) =>
+          options.log?.error(
+            { part: what, err: error },
+            `${what} stopped on an error: it starts again in a second`,
+          ),
+      },
+    );
+  const keptRunners: KeptRunning<ProjectionRunner<unknown>>[] = [];
+  /** The subscriptions this process runs while it leads. */
+  let keptSubscriptions: KeptRunning<Subscription>[] = [];
   let election: LeaderElection | undefined;
   let manager: ProcessManager<RegistrationProcessState, RegistrationProcessEvent> | undefined;
   let failed = false;
@@ -278,45 +294,59 @@ export async function startConferenceSystem(
       leaseMs: config.leaseMs,
       clock,
     });
+    const subscription = (start: () => Subscription) => () => {
+      const started = start();
+      started.events.on((event) => reportParked(started.name, event));
+      return { name: started.name, part: started, done: started.done };
+    };
     election.onElected(async (term) => {
       // Both handle events idempotently, so a crash may replay up to a second of them: one checkpoint a second.
-      const subscriptions: Subscription[] = [
-        router.subscribe(store, {
-          ...poisonOptions(config),
-          name: 'registration-process',
-          checkpointEveryMs: 1000,
-          batchSize: SUBSCRIPTION_BATCH,
-          appendDelayMs: APPEND_DELAY_MS,
-          concurrency: SUBSCRIPTION_CONCURRENCY,
-        }),
-        store.subscribe({
-          ...poisonOptions(config),
-          name: 'integration',
-          checkpointEveryMs: 1000,
-          batchSize: SUBSCRIPTION_BATCH,
-          appendDelayMs: APPEND_DELAY_MS,
-          // A round trip per confirmed order would bound them all: different orders go at once (integrationLane).
-          handleBatch: (events: readonly RecordedEvent[]) =>
-            runInLanes(
-              events.flatMap((event) => {
-                const lane = integrationLane(event);
-                return lane === undefined ? [] : [{ lane, run: () => react(event) }];
-              }),
-              SUBSCRIPTION_CONCURRENCY,
-            ),
-        }),
+      const subscriptions = [
+        keep(
+          'the registration process subscription',
+          subscription(() =>
+            router.subscribe(store, {
+              ...poisonOptions(config),
+              name: 'registration-process',
+              checkpointEveryMs: 1000,
+              batchSize: SUBSCRIPTION_BATCH,
+              appendDelayMs: APPEND_DELAY_MS,
+              concurrency: SUBSCRIPTION_CONCURRENCY,
+            }),
+          ),
+        ),
+        keep(
+          'the integration subscription',
+          subscription(() =>
+            store.subscribe({
+              ...poisonOptions(config),
+              name: 'integration',
+              checkpointEveryMs: 1000,
+              batchSize: SUBSCRIPTION_BATCH,
+              appendDelayMs: APPEND_DELAY_MS,
+              // A round trip per confirmed order would bound them all: different orders go at once (integrationLane).
+              handleBatch: (events: readonly RecordedEvent[]) =>
+                runInLanes(
+                  events.flatMap((event) => {
+                    const lane = integrationLane(event);
+                    return lane === undefined ? [] : [{ lane, run: () => react(event) }];
+                  }),
+                  SUBSCRIPTION_CONCURRENCY,
+                ),
+            }),
+          ),
+        ),
       ];
-      for (const subscription of subscriptions) {
-        handlers.set(subscription.name, subscription);
-        subscription.events.on((event) => reportParked(subscription.name, event));
-      }
+      keptSubscriptions = subscriptions;
       await new Promise<void>((resolve) => {
         if (term.signal.aborted) resolve();
         else term.signal.addEventListener('abort', () => resolve(), { once: true });
       });
-      for (const subscription of subscriptions) {
-        await subscription.stop();
-        handlers.delete(subscription.name);
+      if (keptSubscriptions === subscriptions) keptSubscriptions = [];
+      for (const kept of subscriptions) {
+        const name = kept.part?.name;
+        await kept.stop();
+        if (name !== undefined) handlers.delete(name);
       }
     });
     election.events.on((event) => {
@@ -326,8 +356,19 @@ export async function startConferenceSystem(
   }
   const presence = runsWorker ? new WorkerPresence(infrastructure.leases, clock, config.leaseMs) : undefined;
   await presence?.start();
-  const running = runners.map((runner) => runner.start());
-  for (const run of running) run.catch(() => (failed = true));
+  if (runsWorker)
+    for (const view of views) {
+      // One lease owner per view in this process: a runner started again takes the lease back at once.
+      const owner = `runner-${randomId()}`;
+      keptRunners.push(
+        keep(`the view runner of ${view.name}`, () => {
+          const runner = infrastructure.runner(view, viewChanged, owner);
+          const name = `projection:${view.name}@${runner.version}`;
+          runner.events.on((event) => reportParked(name, event));
+          return { name, part: runner, done: runner.start() };
+        }),
+      );
+    }
   const management = new ConferenceManagement(store, repositories, clock);
   // Sampled only where metrics are served (not in the embedded default's background thread).
   let queueMetrics: QueueMetricsCollector | undefined;
@@ -346,14 +387,17 @@ export async function startConferenceSystem(
     rateLimits: infrastructure.rateLimits,
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     absent: (collection, id) => waits.absent(collection, id),
-    ready: () => !failed,
+    ready: () => !failed && [...keptRunners, ...keptSubscriptions].every((kept) => kept.part !== undefined),
     parkedEvents: () => store.parkedCounts(),
     liveWorkers: () => liveWorkers(infrastructure.leases, clock),
     async backgroundStats() {
       if (options.backgroundStats !== undefined) return options.backgroundStats();
       const viewLag = [];
-      for (const [i, runner] of runners.entries())
-        viewLag.push({ view: views[i]?.name ?? '', events: (await runner.lag()).events });
+      for (const [i, kept] of keptRunners.entries()) {
+        const runner = kept.part;
+        if (runner !== undefined)
+          viewLag.push({ view: views[i]?.name ?? '', events: (await runner.lag()).events });
+      }
       const failingHandlers = [...handlers]
         .filter(([, handler]) => handler.failingAttempts > 0)
         .map(([handler, { failingAttempts }]) => ({ handler, attempts: failingAttempts }));
@@ -374,8 +418,7 @@ export async function startConferenceSystem(
       for (const consumer of consumers) await consumer.close();
       await election?.stop();
       await manager?.recordSent();
-      for (const runner of runners) await runner.stop();
-      await Promise.allSettled(running);
+      for (const kept of keptRunners) await kept.stop();
       await infrastructure.close();
     },
   };

@@ -21,6 +21,7 @@ import { registrationHandlers } from './api/registration.js';
 import { seatAssignmentHandlers } from './api/seat-assignments.js';
 import { bearerToken, type Handlers, param, type RoutedOperationId } from './api/support.js';
 import { type ApiOperation, type OperationId, operations } from './api-operations.js';
+import { isBackendUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from './backend-unavailable.js';
 import { type AbuseLimits, abuseLimitsFor } from './limits/abuse-limits.js';
 import { addRateLimitFields } from './limits/rate-limit-fields.js';
 import { TooManyRequestsError } from './limits/too-many-requests.js';
@@ -53,7 +54,10 @@ export async function apiRoutes(app: FastifyInstance, options: ApiOptions): Prom
   app.setValidatorCompiler(apiSchemaCompiler());
   app.setErrorHandler((error: unknown, request, reply) => {
     const { status, body } = errorResponse(error);
-    if (status >= 500) request.log.error({ err: error }, 'API request failed');
+    if (isBackendUnavailable(error)) {
+      request.log.warn({ err: error }, 'API request failed: the database is out of reach');
+      void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+    } else if (status >= 500) request.log.error({ err: error }, 'API request failed');
     if (error instanceof HttpError && error.challenge) void reply.header('www-authenticate', 'Bearer');
     if (error instanceof TooManyRequestsError) addRateLimitFields(reply, error.headers);
     return reply.code(status).send(body);

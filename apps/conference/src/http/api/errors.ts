@@ -1,10 +1,12 @@
 /**
  * The API's error answers: `{ error }`, and `{ error, fields }` with a message per offending field for every 400
  * (the domain's validation errors, the schema validation of bodies and query strings, and JSON that does not parse),
- * and 409 for a write that lost the race to another one (concurrent-write.ts).
+ * 409 for a write that lost the race to another one (concurrent-write.ts), and 503 while the database is out of
+ * reach (backend-unavailable.ts).
  */
 import type { FastifySchemaValidationError } from 'fastify';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
+import { isBackendUnavailable, UNAVAILABLE_MESSAGE } from '../backend-unavailable.js';
 import { CONCURRENT_WRITE_MESSAGE, isConcurrentWrite } from '../concurrent-write.js';
 import { TooManyRequestsError } from '../limits/too-many-requests.js';
 import { fieldProblems } from '../schemas/messages.js';
@@ -29,6 +31,7 @@ export function errorResponse(error: unknown): { status: number; body: object } 
   if (error instanceof HttpError) return { status: error.statusCode, body: { error: error.message } };
   if (error instanceof TooManyRequestsError) return { status: 429, body: { error: error.message } };
   if (isConcurrentWrite(error)) return { status: 409, body: { error: CONCURRENT_WRITE_MESSAGE } };
+  if (isBackendUnavailable(error)) return { status: 503, body: { error: UNAVAILABLE_MESSAGE } };
   if (typeof error === 'object' && error !== null) {
     const { validation, statusCode, message } = error as {
       validation?: FastifySchemaValidationError[];

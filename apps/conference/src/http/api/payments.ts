@@ -8,6 +8,7 @@ import type { ConferenceSystem } from '../../app/system.js';
 import { InvalidOperationError, NotFoundError } from '../../domain/errors.js';
 import type { SimulatedPaymentProcessor } from '../../payments/simulated-processor.js';
 import type { OrderView } from '../../read-models/order-view.js';
+import { BackendUnavailableError } from '../backend-unavailable.js';
 import { HttpError } from './errors.js';
 import { assertOpen, existingOrder, type Handlers, settle, uuidParam } from './support.js';
 
@@ -31,6 +32,8 @@ export function paymentHandlers(
     );
     if (status === 409)
       throw new InvalidOperationError(`The payment was already ${accepted ? 'rejected' : 'completed'}.`);
+    // The webhook could not reach the database: as much out of reach for the registrant.
+    if (status === 503) throw new BackendUnavailableError();
     if (status !== 204) throw new HttpError(status, 'The payment processor could not settle the payment.');
   }
   return {

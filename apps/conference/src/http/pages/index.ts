@@ -51,12 +51,18 @@
  *
  * Register it with `await app.register(pageRoutes, { system })`. Errors a page did not handle become an HTML page:
  * 400 for input the domain rejects, 404, 409 for a state that does not allow the action or a write that lost the
- * race to another one (concurrent-write.ts), 500 only for a real fault.
+ * race to another one (concurrent-write.ts), 503 with Retry-After while the database is out of reach
+ * (backend-unavailable.ts), 500 only for a real fault.
  */
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ConferenceSystem } from '../../app/system.js';
 import { ConflictError, InvalidOperationError, NotFoundError, ValidationError } from '../../domain/errors.js';
+import {
+  isBackendUnavailable,
+  UNAVAILABLE_MESSAGE,
+  UNAVAILABLE_RETRY_AFTER_SECONDS,
+} from '../backend-unavailable.js';
 import { CONCURRENT_WRITE_MESSAGE, isConcurrentWrite } from '../concurrent-write.js';
 import { type AbuseLimits, abuseLimitsFor } from '../limits/abuse-limits.js';
 import { addRateLimitFields } from '../limits/rate-limit-fields.js';
@@ -85,6 +91,7 @@ function statusOf(error: unknown): number {
   if (error instanceof NotFoundError) return 404;
   if (error instanceof InvalidOperationError || error instanceof ConflictError || isConcurrentWrite(error))
     return 409;
+  if (isBackendUnavailable(error)) return 503;
   const status = (error as Partial<FastifyError>).statusCode;
   return typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
 }
@@ -93,10 +100,15 @@ export async function pageRoutes(app: FastifyInstance, options: PageRoutesOption
   await app.register(formbody, { bodyLimit: 64 * 1024 });
   app.setErrorHandler((error, request, reply) => {
     const status = statusOf(error);
-    if (status >= 500) request.log.error({ err: error }, 'page failed');
+    const unavailable = isBackendUnavailable(error);
+    if (unavailable) {
+      request.log.warn({ err: error }, 'page failed: the database is out of reach');
+      void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+    } else if (status >= 500) request.log.error({ err: error }, 'page failed');
     if (error instanceof TooManyRequestsError) addRateLimitFields(reply, error.headers);
-    const text =
-      status >= 500
+    const text = unavailable
+      ? UNAVAILABLE_MESSAGE
+      : status >= 500
         ? 'Something went wrong. Please try again.'
         : isConcurrentWrite(error)
           ? CONCURRENT_WRITE_MESSAGE
