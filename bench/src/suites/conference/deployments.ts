@@ -2,7 +2,8 @@
  * The conference system as real processes (`apps/conference/dist/main.js`, compiled as a deployment runs it;
  * `npm run bench` builds it first): the embedded default (one ROLE=all process on a fresh SQLite data dir) or scaled out (ROLE=web
  * and ROLE=worker processes on PostgreSQL + Redis, a fresh schema and key prefix). Processes are stopped with
- * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first.
+ * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first; the chaos test SIGKILLs one
+ * of a scaled deployment and starts another in its place (`replace`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -163,6 +164,13 @@ export class AppProcess {
     return this.pid === undefined || this.#exit !== undefined ? undefined : processCpuSeconds(this.pid);
   }
 
+  /** SIGKILL, as a crash would end it; resolves once it is gone. */
+  async kill(): Promise<void> {
+    if (this.#exit !== undefined) return;
+    this.#child.kill('SIGKILL');
+    await this.#exited;
+  }
+
   /** SIGTERM, then SIGKILL if it has not exited within the grace period. */
   async stop(): Promise<void> {
     if (this.#exit !== undefined) return;
@@ -265,6 +273,16 @@ export interface ScaledOptions {
   readonly redisPrefix: string;
   readonly webProcesses: number;
   readonly workerProcesses: number;
+  /** More of the app's settings for every process (e.g. RESERVATION_WINDOW_SECONDS); default none. */
+  readonly settings?: Readonly<Record<string, string>>;
+}
+
+export interface ScaledDeployment extends Deployment {
+  /**
+   * SIGKILLs one of its processes and starts another of the same role on the same port (so clients of that port
+   * find it again); resolves with it once it is ready. `processes` then lists the new one in its place.
+   */
+  replace(process: AppProcess): Promise<AppProcess>;
 }
 
 /**
@@ -272,8 +290,9 @@ export interface ScaledOptions {
  * PostgreSQL schema and one Redis key prefix. The first web process starts alone (it creates the schema), the
  * others then together.
  */
-export async function startScaled(options: ScaledOptions): Promise<Deployment> {
+export async function startScaled(options: ScaledOptions): Promise<ScaledDeployment> {
   const env = {
+    ...options.settings,
     DATABASE_URL: options.databaseUrl,
     DATABASE_SCHEMA: options.schema,
     REDIS_URL: options.redisUrl,
@@ -297,7 +316,9 @@ export async function startScaled(options: ScaledOptions): Promise<Deployment> {
   return {
     impl: 'scaled',
     webPorts: processes.filter((p) => p.role === 'web').map((p) => p.port),
-    processes,
+    get processes() {
+      return processes;
+    },
     description: {
       processes:
         `${options.webProcesses} × ROLE=web (the generator spreads registrations round robin over their ports), ` +
@@ -306,6 +327,16 @@ export async function startScaled(options: ScaledOptions): Promise<Deployment> {
       poolSizePerProcess: 'DATABASE_POOL_SIZE default (10)',
     },
     deaths: deathsOf(processes),
+    async replace(killed) {
+      const index = processes.indexOf(killed);
+      if (index < 0)
+        throw new Error(`${killed.role} on port ${killed.port} is not a process of this deployment`);
+      await killed.kill();
+      const replacement = new AppProcess(killed.role, killed.port, env);
+      processes[index] = replacement;
+      await replacement.ready();
+      return replacement;
+    },
     async stop() {
       await Promise.all(processes.map((p) => p.stop()));
     },
