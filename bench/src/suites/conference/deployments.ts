@@ -2,7 +2,8 @@
  * The conference system as real processes (`apps/conference/dist/main.js`, compiled as a deployment runs it;
  * `npm run bench` builds it first): the embedded default (one ROLE=all process on a fresh SQLite data dir) or scaled out (ROLE=web
  * and ROLE=worker processes on PostgreSQL + Redis, a fresh schema and key prefix). Processes are stopped with
- * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first; the chaos test SIGKILLs one
+ * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first (at its exit, or on SIGINT,
+ * SIGTERM or SIGHUP: a test runner ends a file out of time with SIGTERM); the chaos test SIGKILLs one
  * of a scaled deployment and starts another in its place (`replace`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -10,7 +11,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@stratus/testkit';
+import { freePort, onProcessExit } from '@stratus/testkit';
 import { ApiClient } from './client.js';
 
 const MAIN = fileURLToPath(new URL('../../../../apps/conference/dist/main.js', import.meta.url));
@@ -52,17 +53,6 @@ const CONFIG_VARIABLES = [
   'PAYMENTS_WEBHOOK_SECRET',
   'PAYMENTS_ALLOW_SIMULATED',
 ];
-
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function killAllOnExit(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-  });
-}
 
 /** One process of the system. */
 export class AppProcess {
@@ -106,8 +96,8 @@ export class AppProcess {
       stdio: ['ignore', stdout, 'pipe'],
     });
     if (typeof stdout === 'number') closeSync(stdout);
-    killAllOnExit();
-    live.add(this.#child);
+    // However this process ends short of SIGKILL (a test runner's timeout sends SIGTERM), the app goes with it.
+    const forget = onProcessExit(() => this.#child.kill('SIGKILL'));
     const lifetime = setTimeout(() => this.#child.kill('SIGKILL'), LIFETIME_MS);
     lifetime.unref();
     this.#child.stderr?.setEncoding('utf8');
@@ -118,13 +108,13 @@ export class AppProcess {
       this.#child.once('exit', (code, signal) => {
         this.#exit = signal === null ? `exit code ${code}` : `signal ${signal}`;
         clearTimeout(lifetime);
-        live.delete(this.#child);
+        forget();
         resolve();
       });
       this.#child.once('error', (error) => {
         this.#exit = `spawn error: ${error.message}`;
         clearTimeout(lifetime);
-        live.delete(this.#child);
+        forget();
         resolve();
       });
     });
