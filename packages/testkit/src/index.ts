@@ -1,3 +1,4 @@
+export * from './exit-cleanup.js';
 export * from './faults.js';
 export * from './hostile-pg-types.js';
 export * from './processes.js';

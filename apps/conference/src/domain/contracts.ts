@@ -237,7 +237,15 @@ export type PaymentEvent =
   | DomainEvent<'PaymentInitiated', PaymentRequest>
   | DomainEvent<
       'PaymentCompleted',
-      { readonly paymentId: string; readonly paymentSourceId: string } & AmountPaid
+      {
+        readonly paymentId: string;
+        readonly paymentSourceId: string;
+        /**
+         * Completed after the order could take it (`PaymentRequest.expiresAt`): it pays for nothing, and the
+         * PaymentRefundDue recorded with it owes it back (absent: in time, or no limit).
+         */
+        readonly late?: true;
+      } & AmountPaid
     >
   | DomainEvent<'PaymentRejected', { readonly paymentId: string; readonly paymentSourceId: string }>
   /** A completed payment that paid for nothing (a second payment, a wrong amount, a lapsed order): owed back. */

@@ -150,6 +150,11 @@ describe('CompleteThirdPartyProcessorPayment with what the processor took', () =
       late.map((event) => event.type),
       ['PaymentCompleted', 'PaymentRefundDue'],
     );
+    assert.deepEqual(
+      late.map((event) => (event.data as { late?: true }).late),
+      [true, undefined],
+      'the completion says it came late, for the process',
+    );
     assert.deepEqual(given(paymentDecider, [...limited, ...late]).when(refund), [], 'owed back once');
   });
 

@@ -112,15 +112,13 @@ function complete(state: PaymentState, paid: Data<'CompleteThirdPartyProcessorPa
   const { amountCents = state.totalCents, currency = state.currency } = paid;
   assertCents('amountCents', amountCents);
   const { paymentId, paymentSourceId } = state;
-  const completed: PaymentEvent = {
-    type: 'PaymentCompleted',
-    data: { paymentId, paymentSourceId, amountCents, currency },
-  };
+  const data = { paymentId, paymentSourceId, amountCents, currency };
   if (state.expiresAt === undefined || paid.now === undefined || paid.now <= state.expiresAt)
-    return [completed];
+    return [{ type: 'PaymentCompleted', data }];
   const reason = 'The payment came after the order could take it.';
+  // Said on the completion too: the process may not have seen the order's expiry yet, and must not confirm it.
   return [
-    completed,
+    { type: 'PaymentCompleted', data: { ...data, late: true } },
     { type: 'PaymentRefundDue', data: { paymentId, paymentSourceId, amountCents, currency, reason } },
   ];
 }

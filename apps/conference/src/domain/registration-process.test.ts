@@ -326,6 +326,13 @@ describe('registrationProcess.handle (the transition table)', () => {
       });
     });
 
+    test('a payment that came after the order could take it confirms nothing, though the expiry is not here yet', () => {
+      // The payment owes itself back (PaymentRefundDue comes with it): the order expires when its timeout arrives.
+      const late = events.paid('paid');
+      const lateData = { ...(late.data as object), late: true };
+      assert.equal(handle(paying, { ...late, data: lateData } as RegistrationProcessEvent), undefined);
+    });
+
     test('a payment while the seats are not reserved, or once the order is expiring, is owed back', () => {
       for (const state of [notStarted, awaiting, expiring]) {
         assert.deepEqual(handle(state, events.paid('paid')), {

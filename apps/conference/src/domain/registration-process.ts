@@ -11,7 +11,9 @@
  * stage where it means nothing is dropped, and a payment that cannot pay for the order (a second one, another
  * amount, one that came too late) is recorded as a refund due. Seats are released only once the order has expired
  * (OrderExpired, which a confirmed order never records), so an expiry that races a confirmation cannot release
- * sold seats; a confirmed process lives on until its expiry time, to refund late duplicate payments.
+ * sold seats; a confirmed process lives on until its expiry time, to refund late duplicate payments. A payment that
+ * completed after the order could take it owes itself back (PaymentCompleted says `late`) and confirms nothing, even
+ * when the process has not handled the expiry yet (its timeout still on its way).
  */
 import { assertDuration } from '@stratus/core';
 import type {
@@ -247,6 +249,8 @@ type PaymentCompletedData = Extract<RegistrationProcessEvent, { type: 'PaymentCo
 function paymentCompleted(state: RegistrationProcessState, payment: PaymentCompletedData): Outcome {
   const { paymentId, amountCents = state.paymentTotalCents, currency = CURRENCY } = payment;
   if (paymentId === state.paidPaymentId) return undefined; // the same payment again
+  // It came after the order could take it, and owes itself back: whether or not the expiry has come by here yet.
+  if (payment.late === true) return undefined;
   const refusal = state.paidPaymentId
     ? 'The order was already paid.'
     : state.stage !== 'ReservationConfirmationReceived'

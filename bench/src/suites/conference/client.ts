@@ -18,6 +18,16 @@ export class RequestTimeoutError extends Error {
   }
 }
 
+/** An answer a step did not expect; the message is the status, with the body below 500. */
+export class UnexpectedAnswerError extends Error {
+  readonly answer: Answer;
+  constructor(answer: Answer) {
+    super(`HTTP ${answer.status}${answer.status >= 500 ? '' : ` ${JSON.stringify(answer.body)}`}`);
+    this.name = 'UnexpectedAnswerError';
+    this.answer = answer;
+  }
+}
+
 export interface ApiClientOptions {
   readonly host: string;
   readonly port: number;

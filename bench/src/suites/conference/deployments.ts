@@ -2,14 +2,16 @@
  * The conference system as real processes (`apps/conference/dist/main.js`, compiled as a deployment runs it;
  * `npm run bench` builds it first): the embedded default (one ROLE=all process on a fresh SQLite data dir) or scaled out (ROLE=web
  * and ROLE=worker processes on PostgreSQL + Redis, a fresh schema and key prefix). Processes are stopped with
- * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first.
+ * SIGTERM, then SIGKILL when they linger, and SIGKILLed should this process end first (at its exit, or on SIGINT,
+ * SIGTERM or SIGHUP: a test runner ends a file out of time with SIGTERM); the chaos test SIGKILLs one
+ * of a scaled deployment and starts another in its place (`replace`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@stratus/testkit';
+import { freePort, onProcessExit } from '@stratus/testkit';
 import { ApiClient } from './client.js';
 
 const MAIN = fileURLToPath(new URL('../../../../apps/conference/dist/main.js', import.meta.url));
@@ -51,17 +53,6 @@ const CONFIG_VARIABLES = [
   'PAYMENTS_WEBHOOK_SECRET',
   'PAYMENTS_ALLOW_SIMULATED',
 ];
-
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function killAllOnExit(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-  });
-}
 
 /** One process of the system. */
 export class AppProcess {
@@ -105,8 +96,8 @@ export class AppProcess {
       stdio: ['ignore', stdout, 'pipe'],
     });
     if (typeof stdout === 'number') closeSync(stdout);
-    killAllOnExit();
-    live.add(this.#child);
+    // However this process ends short of SIGKILL (a test runner's timeout sends SIGTERM), the app goes with it.
+    const forget = onProcessExit(() => this.#child.kill('SIGKILL'));
     const lifetime = setTimeout(() => this.#child.kill('SIGKILL'), LIFETIME_MS);
     lifetime.unref();
     this.#child.stderr?.setEncoding('utf8');
@@ -117,13 +108,13 @@ export class AppProcess {
       this.#child.once('exit', (code, signal) => {
         this.#exit = signal === null ? `exit code ${code}` : `signal ${signal}`;
         clearTimeout(lifetime);
-        live.delete(this.#child);
+        forget();
         resolve();
       });
       this.#child.once('error', (error) => {
         this.#exit = `spawn error: ${error.message}`;
         clearTimeout(lifetime);
-        live.delete(this.#child);
+        forget();
         resolve();
       });
     });
@@ -161,6 +152,13 @@ export class AppProcess {
   /** User + system CPU seconds the process (all its threads) has used so far; undefined without /proc. */
   cpuSeconds(): number | undefined {
     return this.pid === undefined || this.#exit !== undefined ? undefined : processCpuSeconds(this.pid);
+  }
+
+  /** SIGKILL, as a crash would end it; resolves once it is gone. */
+  async kill(): Promise<void> {
+    if (this.#exit !== undefined) return;
+    this.#child.kill('SIGKILL');
+    await this.#exited;
   }
 
   /** SIGTERM, then SIGKILL if it has not exited within the grace period. */
@@ -265,6 +263,16 @@ export interface ScaledOptions {
   readonly redisPrefix: string;
   readonly webProcesses: number;
   readonly workerProcesses: number;
+  /** More of the app's settings for every process (e.g. RESERVATION_WINDOW_SECONDS); default none. */
+  readonly settings?: Readonly<Record<string, string>>;
+}
+
+export interface ScaledDeployment extends Deployment {
+  /**
+   * SIGKILLs one of its processes and starts another of the same role on the same port (so clients of that port
+   * find it again); resolves with it once it is ready. `processes` then lists the new one in its place.
+   */
+  replace(process: AppProcess): Promise<AppProcess>;
 }
 
 /**
@@ -272,8 +280,9 @@ export interface ScaledOptions {
  * PostgreSQL schema and one Redis key prefix. The first web process starts alone (it creates the schema), the
  * others then together.
  */
-export async function startScaled(options: ScaledOptions): Promise<Deployment> {
+export async function startScaled(options: ScaledOptions): Promise<ScaledDeployment> {
   const env = {
+    ...options.settings,
     DATABASE_URL: options.databaseUrl,
     DATABASE_SCHEMA: options.schema,
     REDIS_URL: options.redisUrl,
@@ -297,7 +306,9 @@ export async function startScaled(options: ScaledOptions): Promise<Deployment> {
   return {
     impl: 'scaled',
     webPorts: processes.filter((p) => p.role === 'web').map((p) => p.port),
-    processes,
+    get processes() {
+      return processes;
+    },
     description: {
       processes:
         `${options.webProcesses} × ROLE=web (the generator spreads registrations round robin over their ports), ` +
@@ -306,6 +317,16 @@ export async function startScaled(options: ScaledOptions): Promise<Deployment> {
       poolSizePerProcess: 'DATABASE_POOL_SIZE default (10)',
     },
     deaths: deathsOf(processes),
+    async replace(killed) {
+      const index = processes.indexOf(killed);
+      if (index < 0)
+        throw new Error(`${killed.role} on port ${killed.port} is not a process of this deployment`);
+      await killed.kill();
+      const replacement = new AppProcess(killed.role, killed.port, env);
+      processes[index] = replacement;
+      await replacement.ready();
+      return replacement;
+    },
     async stop() {
       await Promise.all(processes.map((p) => p.stop()));
     },

@@ -14,11 +14,13 @@
  *   GET /api/orders/:id?wait=10&until=confirmed,… until it is `confirmed`              ← confirmation
  *
  * Every registration of a rate shares one deadline (the end of the arrivals plus the drain): one still running
- * then is counted as unfinished and abandoned (its request destroyed). Failures are counted by kind, never thrown.
+ * then is counted as unfinished and abandoned (its request destroyed). Failures are counted by kind, never thrown:
+ * a registration that fails gives up (its order, if placed, is left to expire). Each registration's record (its
+ * order, when it was accepted and confirmed, how it failed) comes back too, for tests that follow every order.
  */
 import { cpus } from 'node:os';
 import { percentile } from '../../stats.js';
-import { type Answer, type ApiClient, failureLabel } from './client.js';
+import { type Answer, type ApiClient, failureLabel, UnexpectedAnswerError } from './client.js';
 import { machineCpuSeconds } from './deployments.js';
 import { ORDER_TOTAL } from './setup.js';
 
@@ -33,6 +35,8 @@ export interface LoadSettings {
   readonly windowPollMs: number;
   /** Server-side wait per GET while waiting for the reservation and the confirmation (`?wait=`, seconds). */
   readonly reserveWaitSeconds: number;
+  /** Registrations (by index) that stop once their seats are reserved, leaving the order unpaid; default none. */
+  readonly leaveUnpaid?: (index: number) => boolean;
 }
 
 export interface Target {
@@ -69,6 +73,8 @@ export interface RateOutcome {
   /** Registrations still running at the deadline, by the step they were in. */
   readonly unfinished: number;
   readonly unfinishedSteps: Record<string, number>;
+  /** Registrations that stopped once reserved, as `leaveUnpaid` asked. */
+  readonly leftUnpaid: number;
   /** Placing → priced order visible, ms, ascending (one per registration that got that far). */
   readonly windowMs: Float64Array;
   /** Placing → confirmed, ms, ascending. */
@@ -81,16 +87,34 @@ export interface RateOutcome {
   /** HTTP requests sent. */
   readonly requests: number;
   readonly cpu: CpuUse;
+  /** Every registration, in arrival order. */
+  readonly registrations: readonly RegistrationRecord[];
 }
 
-interface Registration {
+/** One registration as the generator saw it; times are `performance.now()` ms. */
+export interface RegistrationRecord {
+  /** Its place in the arrival order. */
+  readonly index: number;
+  /** The web port it went to. */
+  readonly port: number;
   readonly scheduled: number;
+  /** Set once the app answered 202 to the order: its id and token, and when. */
+  order?: { readonly id: string; readonly token: string; readonly acceptedAt: number };
+  /** Placing → priced order visible, ms. */
   window?: number;
+  /** Placing → confirmed, ms. */
   confirmation?: number;
   confirmedAt?: number;
+  /** Why it gave up (by kind, see failureLabel), when, and the answer that made it, if one did. */
   failure?: string;
+  failedAt?: number;
+  failedAnswer?: Answer;
+  /** The step it is in, or ended in ('done', or LEFT_UNPAID). */
   step: string;
 }
+
+/** The step of a registration that stopped once its seats were reserved (`leaveUnpaid`). */
+export const LEFT_UNPAID = 'left unpaid';
 
 class DeadlineReached extends Error {}
 
@@ -107,7 +131,7 @@ export async function runRate(
 ): Promise<RateOutcome> {
   const count = Math.max(1, Math.round((settings.rate * settings.durationMs) / 1000));
   const interval = 1000 / settings.rate;
-  const registrations: Registration[] = [];
+  const registrations: RegistrationRecord[] = [];
   const running: Promise<void>[] = [];
   const lags = new Float64Array(count);
   let requests = 0;
@@ -134,9 +158,8 @@ export async function runRate(
     });
   };
 
-  const register = async (target: Target, scheduled: number, state: Registration): Promise<void> => {
-    const unexpected = (answer: Answer) =>
-      new Error(`HTTP ${answer.status}${answer.status >= 500 ? '' : ` ${JSON.stringify(answer.body)}`}`);
+  const register = async (target: Target, scheduled: number, state: RegistrationRecord): Promise<void> => {
+    const unexpected = (answer: Answer) => new UnexpectedAnswerError(answer);
     const wait = async (ms: number) => {
       if (performance.now() + ms >= deadline) throw new DeadlineReached();
       await sleep(ms);
@@ -148,6 +171,7 @@ export async function runRate(
       });
       if (placed.status !== 202) throw unexpected(placed);
       const { orderId, orderToken } = placed.body as { orderId?: unknown; orderToken?: unknown };
+      state.order = { id: String(orderId), token: String(orderToken), acceptedAt: performance.now() };
       const orderPath = `/api/orders/${String(orderId)}`;
       // The order answers only to its token.
       const onOrder = (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown) =>
@@ -180,6 +204,10 @@ export async function runRate(
         if (status === 'reserved') break;
         if (status !== 'pending') throw new Error(`order ${status}`);
       }
+      if (settings.leaveUnpaid?.(state.index) === true) {
+        state.step = LEFT_UNPAID;
+        return;
+      }
 
       state.step = 'payment';
       const payment = await onOrder('POST', `${orderPath}/payment`);
@@ -211,7 +239,11 @@ export async function runRate(
         error instanceof DeadlineReached ||
         (error instanceof Error && error.name === 'RequestTimeoutError') ||
         performance.now() >= deadline;
-      if (!timedOut) state.failure = failureLabel(state.step, error);
+      if (!timedOut) {
+        state.failure = failureLabel(state.step, error);
+        state.failedAt = performance.now();
+        if (error instanceof UnexpectedAnswerError) state.failedAnswer = error.answer;
+      }
     }
   };
 
@@ -222,9 +254,15 @@ export async function runRate(
     while (next < count && t0 + next * interval <= now) {
       const scheduled = t0 + next * interval;
       lags[next] = now - scheduled;
-      const state: Registration = { scheduled, step: 'place order' };
+      const target = targets[next % targets.length] as Target;
+      const state: RegistrationRecord = {
+        index: next,
+        port: target.client.port,
+        scheduled,
+        step: 'place order',
+      };
       registrations.push(state);
-      running.push(register(targets[next % targets.length] as Target, scheduled, state));
+      running.push(register(target, scheduled, state));
       next++;
     }
     if (next < count) await sleep(Math.max(0, t0 + next * interval - performance.now()));
@@ -253,7 +291,7 @@ export async function runRate(
       confirmations.push(r.confirmation);
       confirmedScheduled.push(r.scheduled);
     } else if (r.failure !== undefined) errorKinds[r.failure] = (errorKinds[r.failure] ?? 0) + 1;
-    else unfinishedSteps[r.step] = (unfinishedSteps[r.step] ?? 0) + 1;
+    else if (r.step !== LEFT_UNPAID) unfinishedSteps[r.step] = (unfinishedSteps[r.step] ?? 0) + 1;
   }
   const sorted = (values: number[]) => Float64Array.from(values).sort();
   const confirmed = confirmations.length;
@@ -268,6 +306,7 @@ export async function runRate(
     errorKinds,
     unfinished: Object.values(unfinishedSteps).reduce((sum, n) => sum + n, 0),
     unfinishedSteps,
+    leftUnpaid: registrations.filter((r) => r.step === LEFT_UNPAID).length,
     windowMs: sorted(windows),
     confirmationMs: sorted(confirmations),
     startLagP99Ms: sortedLags[Math.min(count - 1, Math.floor(count * 0.99))] ?? 0,
@@ -282,6 +321,7 @@ export async function runRate(
       generator: (cpuAtEnd.generator.user + cpuAtEnd.generator.system) / 1e6 / wallSeconds,
       machine: machineCores(),
     },
+    registrations,
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * A conference to register for, set up over the HTTP API as its owner would: create it, log in, add two seat types
- * with large quotas, publish; then wait until every web process's public view shows both seat types available.
+ * (with large quotas unless told otherwise), publish; then wait until every web process's public view shows both
+ * seat types available.
  */
 import { type Answer, type ApiClient, RequestTimeoutError } from './client.js';
 
@@ -28,9 +29,11 @@ function expect(answer: Answer, status: number, what: string): Record<string, un
   return (answer.body ?? {}) as Record<string, unknown>;
 }
 
+/** `quotas`: the seats of each of SEAT_TYPES, in order; default SEAT_QUOTA each. */
 export async function setUpConference(
   clients: readonly ApiClient[],
   slug: string,
+  quotas: readonly number[] = SEAT_TYPES.map(() => SEAT_QUOTA),
 ): Promise<ConferenceFixture> {
   const owner = clients[0] as ApiClient;
   const ownerEmail = 'owner@bench.example';
@@ -68,12 +71,12 @@ export async function setUpConference(
   const session = expect(answer, 200, 'owner login');
   const token = String(session.token);
   const seatTypeIds: string[] = [];
-  for (const seat of SEAT_TYPES) {
+  for (const [i, seat] of SEAT_TYPES.entries()) {
     const made = expect(
       await owner.send('POST', `/api/conferences/${conferenceId}/seat-types`, {
         timeoutMs: SETUP_REQUEST_MS,
         token,
-        body: { ...seat, quantity: SEAT_QUOTA },
+        body: { ...seat, quantity: quotas[i] },
       }),
       201,
       `create seat type ${seat.name}`,
@@ -88,13 +91,19 @@ export async function setUpConference(
     204,
     'publish',
   );
-  await Promise.all(clients.map((client) => seatsVisible(client, slug, seatTypeIds)));
+  const seats = seatTypeIds.map((id, i) => ({ id, available: quotas[i] as number }));
+  await Promise.all(clients.map((client) => seatsVisible(client, slug, seats)));
   return { slug, conferenceId, seatTypeIds };
 }
 
-/** Polls the public conference on one web process until both seat types show their whole quota available. */
-async function seatsVisible(client: ApiClient, slug: string, seatTypeIds: readonly string[]): Promise<void> {
-  const deadline = performance.now() + VISIBLE_WITHIN_MS;
+/** Polls the public conference on one web process until it shows these seats available, for up to `withinMs`. */
+export async function seatsVisible(
+  client: ApiClient,
+  slug: string,
+  expected: readonly { readonly id: string; readonly available: number }[],
+  withinMs = VISIBLE_WITHIN_MS,
+): Promise<void> {
+  const deadline = performance.now() + withinMs;
   let last = '';
   while (performance.now() < deadline) {
     const answer = await client.send('GET', `/api/public/conferences/${slug}`, { timeoutMs: 5_000 });
@@ -102,14 +111,16 @@ async function seatsVisible(client: ApiClient, slug: string, seatTypeIds: readon
     const seats = (answer.body as { seatTypes?: { id: string; available: number }[] } | undefined)?.seatTypes;
     if (
       answer.status === 200 &&
-      seatTypeIds.every((id) => seats?.some((seat) => seat.id === id && seat.available === SEAT_QUOTA))
+      expected.every(({ id, available }) =>
+        seats?.some((seat) => seat.id === id && seat.available === available),
+      )
     )
       return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new RequestTimeoutError(
     'GET',
-    `/api/public/conferences/${slug} (both seat types available; ${last})`,
-    VISIBLE_WITHIN_MS,
+    `/api/public/conferences/${slug} (seats available ${JSON.stringify(expected)}; ${last})`,
+    withinMs,
   );
 }
