@@ -43,8 +43,11 @@ const account: Decider<Account, AccountEvent, AccountCommand> = {
 /** Counts the stream reads it serves (the cache tests check when the store is not asked). */
 class CountingStore extends MemoryEventStoreBackend {
   reads = 0;
+  /** The first version each read asked for. */
+  readonly readsFrom: number[] = [];
   override async readStream(...args: Parameters<MemoryEventStoreBackend['readStream']>) {
     this.reads++;
+    this.readsFrom.push(args[1]?.from ?? 1);
     return super.readStream(...args);
   }
   /** What each append asked of the store's commit. */
@@ -64,7 +67,7 @@ function setup(options: Partial<ConstructorParameters<typeof AggregateRepository
     decider: account,
     ...options,
   } as never) as AggregateRepository<Account, AccountEvent, AccountCommand>;
-  return { clock, store, repository, backend, reads: () => backend.reads };
+  return { clock, store, repository, backend, reads: () => backend.reads, readsFrom: backend.readsFrom };
 }
 
 describe('AggregateRepository', () => {
@@ -337,16 +340,17 @@ describe('AggregateRepository', () => {
   });
 
   it('recovers from a stale trusted cache entry through the conflict retry', async () => {
-    const { repository, store } = setup({ cache: { trustMs: 1000 } });
+    const { repository, store, readsFrom } = setup({ cache: { trustMs: 1000 } });
     await repository.execute('6', { kind: 'deposit', amount: 10 });
     await store.appendToStream('account-6', [{ type: 'Withdrawn', data: { amount: 4 } }]);
     const after = await repository.execute('6', { kind: 'withdraw', amount: 6 });
     assert.equal(after.state.balance, 0);
     assert.equal(after.version, 3);
+    assert.deepEqual(readsFrom.slice(-1), [2], 'the retry reads only the events after the cached state');
   });
 
   it('checks a refusal decided on a trusted cache entry against the stream before throwing it', async () => {
-    const { repository, store, reads } = setup({ cache: { trustMs: 1000 } });
+    const { repository, store, reads, readsFrom } = setup({ cache: { trustMs: 1000 } });
     await repository.execute('7', { kind: 'deposit', amount: 10 });
     // Another process deposits behind the cache's back: the cached balance (10) would refuse this withdrawal.
     await store.appendToStream('account-7', [{ type: 'Deposited', data: { amount: 5 } }]);
@@ -354,6 +358,7 @@ describe('AggregateRepository', () => {
     const after = await repository.execute('7', { kind: 'withdraw', amount: 12 });
     assert.equal(after.state.balance, 3);
     assert.equal(reads(), before + 1, 'one read of the stream, for the refusal');
+    assert.equal(readsFrom.at(-1), 2, 'the read starts after the cached state (version 1)');
     // A refusal that holds on the stream too is thrown, after that one read.
     await assert.rejects(repository.execute('7', { kind: 'withdraw', amount: 100 }));
   });

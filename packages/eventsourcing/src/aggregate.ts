@@ -227,7 +227,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
         if (trusted && !checkedRefusal) {
           // Another process (or thread) may have moved the aggregate on since: decide again on what is stored.
           checkedRefusal = true;
-          this.#cache?.delete(streamName);
+          this.#cache?.distrust(streamName);
           attempt--;
           continue;
         }
@@ -261,7 +261,8 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
         await this.#snapshotIfDue(streamName, current.version, saved);
         return { ...saved, events, appended };
       } catch (error) {
-        this.#cache?.delete(streamName);
+        // The state loaded is still one the stream reached: the next load reads only the events after it.
+        this.#cache?.distrust(streamName);
         if (guessing && error instanceof WrongExpectedVersionError) {
           dropGuess();
           continue;
@@ -329,7 +330,7 @@ export class AggregateRepository<State, Event extends DomainEvent, Command = nev
         await this.#snapshotIfDue(streamName, current.version, saved);
         return { ...saved, decided, appended };
       } catch (error) {
-        this.#cache?.delete(streamName);
+        this.#cache?.distrust(streamName);
         if (!(error instanceof WrongExpectedVersionError) || attempt >= this.#maxAttempts) throw error;
         this.#conflicted(id, attempt);
       }

@@ -16,7 +16,7 @@ export class SnapshotCache<T> {
   readonly #trustMs: number;
   readonly #maxEntries: number;
   /** Map order is recency order: a read moves the entry to the end. */
-  readonly #entries = new Map<string, { value: T; savedAt: number }>();
+  readonly #entries = new Map<string, { value: T; savedAt: number; trusted: boolean }>();
 
   constructor(clock: Clock, options: { ttlMs: number; trustMs: number; maxEntries: number }) {
     this.#clock = clock;
@@ -36,15 +36,24 @@ export class SnapshotCache<T> {
     this.#entries.delete(key);
     if (age >= this.#ttlMs) return undefined;
     this.#entries.set(key, entry);
-    return { value: entry.value, trusted: age < this.#trustMs };
+    return { value: entry.value, trusted: entry.trusted && age < this.#trustMs };
   }
 
   set(key: string, value: T): void {
     this.#entries.delete(key);
-    this.#entries.set(key, { value, savedAt: this.#clock.now() });
+    this.#entries.set(key, { value, savedAt: this.#clock.now(), trusted: true });
     if (this.#entries.size > this.#maxEntries) {
       this.#entries.delete(this.#entries.keys().next().value as string);
     }
+  }
+
+  /**
+   * The entry stays as a starting point (a state the stream did reach; the events after it are read on top) but is
+   * no longer taken as current: another writer has moved the stream on.
+   */
+  distrust(key: string): void {
+    const entry = this.#entries.get(key);
+    if (entry !== undefined) entry.trusted = false;
   }
 
   delete(key: string): void {
