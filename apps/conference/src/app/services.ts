@@ -74,7 +74,14 @@ export function createRepositories(store: EventStore): Repositories {
   // another within a second or so. A state another process changed meanwhile is caught by the append's expected
   // version, and the command is decided again on a fresh load.
   return {
-    orders: new AggregateRepository(store, { category: 'order', decider: orderDecider, cache: {} }),
+    // An order's commands come from both sides in turn (the web starts its payment, the workers reserve and confirm
+    // it), so its cached state is stale more often than not: it is never trusted, only topped up with the events
+    // after it (one small read instead of a refused decision, its error, and that read).
+    orders: new AggregateRepository(store, {
+      category: 'order',
+      decider: orderDecider,
+      cache: { trustMs: 0 },
+    }),
     // The contended aggregate: snapshots bound its replay and the cache (the Journey's memento cache, trusted for a
     // second) spares a read per command while commands for one conference come from one writer.
     seatsAvailability: new AggregateRepository(store, {
