@@ -2,6 +2,7 @@ export * from './group-commit.js';
 export * from './postgres/advisory-key.js';
 export * from './postgres/component.js';
 export * from './postgres/connection.js';
+export * from './postgres/connection-loss.js';
 export * from './postgres/migrations.js';
 export * from './postgres/notification-listener.js';
 export * from './postgres/types.js';

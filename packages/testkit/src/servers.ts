@@ -25,8 +25,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomId } from '@stratus/core';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { onProcessExit } from './exit-cleanup.js';
+import { withPostgres } from './postgres-connections.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -419,19 +419,6 @@ function once(fn: () => Promise<void>): () => Promise<void> {
     result ??= fn();
     return result;
   };
-}
-
-async function withPostgres<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  client.on('error', () => {
-    // Reported through the failing query; an idle client's socket error must not crash the test process.
-  });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -846,23 +833,4 @@ export async function deleteKeysWithPrefix(client: Redis, prefix: string): Promi
     if (keys.length > 0) deleted += await client.unlink(...keys);
   } while (cursor !== '0');
   return deleted;
-}
-
-/**
- * pg Pools on a suite's database, as separate processes would have them; `end()` (in the suite's `after`) ends every
- * pool handed out. Connection errors of a pool (a server restart, a database dropped) are ignored: the queries see them.
- */
-export function suitePools(url: string | undefined, max = 8): { pool(): pg.Pool; end(): Promise<void> } {
-  const pools: pg.Pool[] = [];
-  return {
-    pool() {
-      const pool = new pg.Pool({ connectionString: url, max });
-      pool.on('error', () => {});
-      pools.push(pool);
-      return pool;
-    },
-    async end() {
-      for (const pool of pools.splice(0)) await pool.end();
-    },
-  };
 }

@@ -9,7 +9,7 @@ import { postgresForSuite, redisForSuite, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import { conferenceView } from '../read-models/conference-view.js';
 import { configFromEnv } from './config.js';
-import { type HeardViewChange, openInfrastructure, openPool, type ViewChange } from './infrastructure.js';
+import { type HeardViewChange, openInfrastructure, type ViewChange } from './infrastructure.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'conference-infrastructure-'));
 const postgres = await postgresForSuite('conference-infrastructure');
@@ -69,32 +69,6 @@ describe('openInfrastructure (PostgreSQL)', { skip: postgres.skip }, () => {
     } finally {
       await admin.end();
       await infrastructure.close();
-    }
-  });
-});
-
-describe('openPool', { skip: postgres.skip }, () => {
-  test('a connection the server ends while its holder is between two queries does not end the process', async () => {
-    const pool = openPool(
-      configFromEnv({ DATABASE_URL: postgres.url as string, OWNER_TOKEN_SECRET: 'x'.repeat(32) }),
-    );
-    const admin = new pg.Pool({ connectionString: postgres.url as string, max: 1 });
-    try {
-      const client = await pool.connect();
-      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      const ended = new Promise((resolve) => client.once('end', resolve));
-      // The server says FATAL 57P01 to a client with no query running: pg raises it as the client's 'error' event.
-      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
-      await Promise.race([
-        ended,
-        new Promise((_, reject) => setTimeout(() => reject(new Error('the connection did not end')), 10_000)),
-      ]);
-      await assert.rejects(client.query('SELECT 1'), 'its holder learns of it from its next query');
-      client.release(true);
-      assert.deepEqual((await pool.query('SELECT 1 AS one')).rows, [{ one: 1 }], 'the pool connects anew');
-    } finally {
-      await admin.end();
-      await pool.end();
     }
   });
 });

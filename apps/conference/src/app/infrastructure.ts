@@ -35,9 +35,8 @@ import {
   type RateLimitStore,
   RedisRateLimitStore,
 } from '@stratus/resilience';
-import { NotificationListener, openSqlite } from '@stratus/sql';
+import { NotificationListener, openOwnPool, openSqlite } from '@stratus/sql';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import type { ConferenceConfig } from './config.js';
 
 export interface Infrastructure {
@@ -161,22 +160,11 @@ function openEmbedded(
   };
 }
 
-/**
- * The pool of a process scaled out. A connection the server drops (a restart, a fail-over, an operator) must not take
- * the process down: an idle one is the pool's 'error' and leaves the pool, the next query gets a fresh one; one in use
- * between two queries (a transaction in progress, a LISTEN) would raise an 'error' on its client that nothing else
- * hears, so every client gets a listener too: its holder learns of the loss from its next query, which fails.
- */
-export function openPool(config: ConferenceConfig): pg.Pool {
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
-  return pool;
-}
-
-function openDistributed(config: ConferenceConfig, clock: Clock): Infrastructure {
+async function openDistributed(config: ConferenceConfig, clock: Clock): Promise<Infrastructure> {
   const schema = config.databaseSchema;
-  const pool = openPool(config);
+  // A connection the server ends (a restart, a fail-over, an operator) must not take the process down: its holder's
+  // query fails, and the next one connects anew.
+  const pool = await openOwnPool({ connectionString: config.databaseUrl as string, max: config.poolSize });
   const store = new EventStore({ backend: new PostgresEventStoreBackend({ pool, schema }), clock });
   const queues: MessageBackend =
     config.redisUrl === undefined

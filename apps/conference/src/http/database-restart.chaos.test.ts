@@ -1,29 +1,17 @@
 /**
- * The web while PostgreSQL restarts (a server of this test's own: restarting the runner's shared one would break the
- * suites running beside it): a request that needs the database answers 503 with Retry-After, on the API and on the
- * sites, never a 500, and is answered again once the server is back.
+ * The web while PostgreSQL restarts (a server of this file's own: ../app/fixtures/restarting-postgres.ts): a request
+ * that needs the database answers 503 with Retry-After, on the API and on the sites, never a 500, and is answered
+ * again once the server is back.
  */
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
-import { type PostgresServer, startPostgres, TestServerUnavailableError } from '@stratus/testkit';
+import { describe, test } from 'node:test';
+import type { PostgresServer } from '@stratus/testkit';
 import pg from 'pg';
-import { configFromEnv } from '../app/config.js';
-import { startConferenceSystem } from '../app/system.js';
+import { restartingPostgres, startOnServer } from '../app/fixtures/restarting-postgres.js';
 import { UNAVAILABLE_MESSAGE } from './backend-unavailable.js';
 import { buildServer } from './server.js';
 
-const isCi = !['', '0', 'false'].includes((process.env.CI ?? '').toLowerCase());
-
-async function ownPostgres(): Promise<PostgresServer | string> {
-  try {
-    return await startPostgres();
-  } catch (error) {
-    if (isCi || !(error instanceof TestServerUnavailableError)) throw error;
-    return error.message;
-  }
-}
-
-const postgres = await ownPostgres();
+const postgres = await restartingPostgres();
 
 /** Polls every 50 ms until `check` holds, for at most `ms`. */
 async function until(check: () => Promise<boolean>, what: string, ms: number): Promise<void> {
@@ -47,21 +35,11 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
-describe('the web while PostgreSQL restarts', {
-  skip: typeof postgres === 'string' ? postgres : false,
-}, () => {
-  const server = postgres as PostgresServer;
-  after(() => server.stop());
+describe('the web while PostgreSQL restarts', { skip: postgres.skip }, () => {
+  const server = postgres.server as PostgresServer;
 
   test('answers 503 with Retry-After while the database is down, and again once it is back', async () => {
-    const system = await startConferenceSystem(
-      configFromEnv({
-        DATABASE_URL: server.url,
-        DATABASE_SCHEMA: 'outage',
-        ROLE: 'web',
-        OWNER_TOKEN_SECRET: 'a secret all the web processes share, 32+ bytes',
-      }),
-    );
+    const system = await startOnServer(server, 'outage', { ROLE: 'web' });
     const app = await buildServer(system, { logger: false });
     try {
       const api = () => app.inject({ method: 'GET', url: '/api/public/conferences/outage' });

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '@stratus/core';
-import { PostgresComponent, type PostgresComponentOptions, postgresTypes } from '@stratus/sql';
+import { checkOut, PostgresComponent, type PostgresComponentOptions, postgresTypes } from '@stratus/sql';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { ProjectionTarget, ViewStatus, ViewVersionState } from './target.js';
 
@@ -68,7 +68,7 @@ export class PostgresProjectionTarget implements ProjectionTarget<PoolClient> {
     work: (client: PoolClient, firstRowCount: number) => Promise<T>,
   ): Promise<T> {
     await this.#migrated();
-    const client = await this.pool.connect();
+    const client = await checkOut(this.pool);
     try {
       let firstRowCount = 0;
       if (first === undefined) await client.query('BEGIN');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite, waitUntil } from '@stratus/testkit';
+import { postgresForSuite, terminateWhileHeld, waitUntil } from '@stratus/testkit';
 import pg from 'pg';
 import { EventStore } from '../event-store.js';
 import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
@@ -73,6 +73,18 @@ describe('PostgresProjectionTarget', { skip: suite.skip }, () => {
     } finally {
       client.release();
     }
+  });
+
+  it('fails a batch whose connection PostgreSQL ends, keeps the process running, and commits the next', async () => {
+    const url = suite.url as string;
+    const target = new PostgresProjectionTarget({ pool: newPool(), schema: `pt_loss_${++schemas}` });
+    await target.prepare('loss', 1, () => {});
+    assert.equal(await target.acquireLease('loss', 1, 'me', 0, 60_000), true);
+    const batch = (apply: (tx: pg.PoolClient) => Promise<void>) =>
+      target.commit('loss', 1, 'me', 0, 5, 0, apply);
+    await terminateWhileHeld(url, batch);
+    assert.equal(await batch(async () => {}), true, 'the next batch commits');
+    assert.equal((await target.versions('loss'))[0]?.position, 5);
   });
 
   it('runs an asynchronous projection over the PostgreSQL event store, blue/green', async () => {

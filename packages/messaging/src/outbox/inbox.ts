@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '@stratus/core';
-import { migratePostgresTable, migrateSqlite, type SqliteDatabase } from '@stratus/sql';
+import { checkOut, migratePostgresTable, migrateSqlite, type SqliteDatabase } from '@stratus/sql';
 import type { Pool, PoolClient } from 'pg';
 import type { HandlerContext, MessageHandler } from '../message-handler.js';
 import type { ReceivedMessage } from '../received-message.js';
@@ -114,7 +114,7 @@ export class PostgresInbox {
     effect: (client: PoolClient) => Promise<R>,
   ): Promise<{ duplicate: true } | { duplicate: false; result: R }> {
     await this.ensureSchema();
-    const client = await this.pool.connect();
+    const client = await checkOut(this.pool);
     let broken = false;
     try {
       await client.query('BEGIN');

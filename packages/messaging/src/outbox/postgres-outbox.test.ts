@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { postgresForSuite, VirtualClock, waitUntil, withHostilePgTypes } from '@stratus/testkit';
-import pg from 'pg';
+import {
+  postgresForSuite,
+  suitePools,
+  terminateConnections,
+  terminateWhileHeld,
+  VirtualClock,
+  waitUntil,
+  withHostilePgTypes,
+} from '@stratus/testkit';
+import type pg from 'pg';
 import { PostgresInbox } from './inbox.js';
 import type { OutboxRecord } from './outbox.js';
 import { outboxStoreContract } from './outbox-store.contract.js';
@@ -10,9 +18,12 @@ import { PostgresOutbox } from './postgres-outbox.js';
 const server = await postgresForSuite('messaging-outbox');
 
 describe('PostgreSQL outbox and inbox', { skip: server.skip }, () => {
-  const pool = new pg.Pool({ connectionString: server.url, max: 8 });
+  const url = server.url as string;
+  // A pool as pg documents it: an 'error' listener on the pool, none on its clients.
+  const pools = suitePools(url, 8);
+  const pool = pools.pool();
   after(async () => {
-    await pool.end();
+    await pools.end();
     await server.release();
   });
 
@@ -49,16 +60,32 @@ describe('PostgreSQL outbox and inbox', { skip: server.skip }, () => {
     let woken = 0;
     const stop = outbox.watch(() => woken++);
     try {
-      // The LISTEN connection subscribes asynchronously: keep committing until a notification arrives.
-      let n = 0;
-      await waitUntil(async () => {
-        await outbox.add(pool, { queue: 'orders' }, { body: n++ });
-        return woken > 0;
-      }, 'a NOTIFY reached the listener');
-      assert.ok(woken > 0, 'the relay was notified');
+      await waitUntil(() => woken === 1, 'LISTEN took effect (which wakes the relay once)');
+      await outbox.add(pool, { queue: 'orders' }, { body: 1 });
+      await waitUntil(() => woken === 2, 'a NOTIFY reached the listener');
     } finally {
       stop();
     }
+  });
+
+  it('keeps a watching relay, and the process, through PostgreSQL ending its connections, during and after', async () => {
+    const outbox = new PostgresOutbox({ pool, table: `outbox_loss_${process.pid}` });
+    await outbox.ensureSchema();
+    let woken = 0;
+    const stop = outbox.watch(() => woken++);
+    await waitUntil(() => woken === 1, 'LISTEN took effect');
+    // The LISTEN connection and the pool's idle ones.
+    assert.ok((await terminateConnections(url)) >= 1);
+    await waitUntil(() => woken === 2, 'LISTEN took effect again', 10_000);
+    await outbox.add(pool, { queue: 'orders' }, { body: 'after the loss' });
+    await waitUntil(() => woken === 3, 'a NOTIFY reached the listener');
+
+    stop();
+    await waitUntil(() => pool.idleCount === pool.totalCount, 'the LISTEN connection is let go');
+    await terminateConnections(url);
+    await waitUntil(() => pool.totalCount === 0, 'the pool dropped the connections PostgreSQL ended');
+    assert.deepEqual((await pool.query('SELECT 1 AS one')).rows, [{ one: 1 }]);
+    assert.equal(woken, 3, 'nothing after stop');
   });
 
   it("reads the same records whatever pg's process-wide type parsers are", async () => {
@@ -117,5 +144,29 @@ describe('PostgreSQL outbox and inbox', { skip: server.skip }, () => {
     });
     const after = await pool.query(`SELECT count(*)::int AS n FROM inbox_effects WHERE message = 'm-2'`);
     assert.equal(after.rows[0].n, 0, 'the failed attempt was rolled back with its record');
+  });
+
+  it('the inbox fails a transaction whose connection PostgreSQL ends, and processes the message after', async () => {
+    const inbox = new PostgresInbox({ pool, table: `inbox_loss_${process.pid}` });
+    await pool.query('CREATE TABLE IF NOT EXISTS inbox_loss_effects (message text)');
+    const effect = async (client: pg.PoolClient) => {
+      await client.query(`INSERT INTO inbox_loss_effects VALUES ('m-1')`);
+      return 'done';
+    };
+
+    await terminateWhileHeld(url, (work) =>
+      inbox.process('billing', 'm-1', async (client) => {
+        await work(client);
+        return effect(client);
+      }),
+    );
+
+    // Idle in the pool.
+    assert.ok((await terminateConnections(url)) >= 1);
+    await waitUntil(() => pool.totalCount === 0, 'the pool dropped the connections PostgreSQL ended');
+
+    assert.deepEqual(await inbox.process('billing', 'm-1', effect), { duplicate: false, result: 'done' });
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM inbox_loss_effects');
+    assert.equal(rows[0].n, 1, 'the failed attempts were rolled back with their records');
   });
 });

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '@stratus/core';
-import { migratePostgresTable, postgresTypes } from '@stratus/sql';
-import type { Pool, PoolClient } from 'pg';
+import { migratePostgresTable, NotificationListener, postgresTypes } from '@stratus/sql';
+import type { Pool } from 'pg';
 import { type Codec, defaultCodec } from '../codec.js';
 import type { MessageToSend } from '../outgoing.js';
 import {
@@ -199,40 +199,16 @@ export class PostgresOutbox implements OutboxStore {
     };
   }
 
-  /** LISTENs on a dedicated connection, re-established after it drops; the relay's poll covers the gap. */
+  /**
+   * LISTENs on a connection of its own (NotificationListener: re-established when it drops), ended when the watch
+   * stops. `listener` is also called each time LISTEN takes effect: what was committed meanwhile woke nobody.
+   */
   watch(listener: () => void): () => void {
-    let client: PoolClient | undefined;
-    let stopped = false;
-    const connect = async () => {
-      if (stopped) return;
-      try {
-        const connection = await this.pool.connect();
-        if (stopped) return connection.release();
-        client = connection;
-        connection.on('notification', (message) => {
-          if (message.channel === this.#channel) listener();
-        });
-        connection.on('error', () => {
-          connection.release(true);
-          if (client === connection) client = undefined;
-          setTimeout(connect, 500).unref();
-        });
-        await connection.query(`LISTEN ${this.#channel}`);
-      } catch {
-        setTimeout(connect, 500).unref();
-      }
-    };
-    void connect();
+    const listening = new NotificationListener(() => this.pool.connect(), this.#channel);
+    const unwatch = listening.watchAll(() => listener());
     return () => {
-      stopped = true;
-      const connection = client;
-      client = undefined;
-      if (connection !== undefined) {
-        connection
-          .query(`UNLISTEN ${this.#channel}`)
-          .catch(() => {})
-          .finally(() => connection.release());
-      }
+      unwatch();
+      void listening.close();
     };
   }
 }

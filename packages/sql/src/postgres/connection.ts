@@ -1,6 +1,7 @@
 // How an adapter that can own its pool is given PostgreSQL: your pg Pool, or a connection string it opens a pool for.
 import { assertInteger, assertObject, InvalidOptionsError } from '@stratus/core';
 import type { Pool } from 'pg';
+import { keepPoolAlive } from './connection-loss.js';
 import { assertSchemaName } from './migrations.js';
 
 export interface PostgresConnectionOptions {
@@ -49,11 +50,11 @@ export function checkPostgresConnection(options: PostgresConnectionOptions): Che
   };
 }
 
-/** Opens the pool an adapter owns; pg is loaded only now, so it stays an optional peer. */
+/**
+ * Opens the pool an adapter (or an application) owns, kept alive when PostgreSQL ends its connections
+ * (keepPoolAlive); pg is loaded only now, so it stays an optional peer.
+ */
 export async function openOwnPool(config: OwnPool): Promise<Pool> {
   const { default: pg } = await import('pg');
-  const pool = new pg.Pool(config);
-  // An idle connection that dies (server restart) is dropped by the pool; the next query opens a new one.
-  pool.on('error', () => {});
-  return pool;
+  return keepPoolAlive(new pg.Pool(config));
 }

@@ -1,6 +1,7 @@
 import { InvalidOptionsError } from '@stratus/core';
 import type { Pool, PoolClient } from 'pg';
 import { advisoryKey } from './advisory-key.js';
+import { checkOut } from './connection-loss.js';
 import { postgresTypes } from './types.js';
 
 /** Schema names Stratus accepts: lower-case SQL identifiers short enough to prefix generated names. */
@@ -38,7 +39,7 @@ export async function migratePostgres(
 ): Promise<void> {
   assertSchemaName('schema', schema);
   // A Client has connect() too (it opens the connection): only a Pool counts its idle connections.
-  const pooled = 'idleCount' in target ? await target.connect() : undefined;
+  const pooled = 'idleCount' in target ? await checkOut(target) : undefined;
   const client = pooled ?? (target as Pick<PoolClient, 'query'>);
   try {
     await client.query('BEGIN');

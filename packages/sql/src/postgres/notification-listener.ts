@@ -1,4 +1,5 @@
 import type { Notification, PoolClient } from 'pg';
+import { hearConnectionErrors } from './connection-loss.js';
 
 const FIRST_RETRY_MS = 50;
 const MAX_RETRY_MS = 2000;
@@ -139,8 +140,7 @@ export class NotificationListener {
     this.#detach.get(client)?.();
     this.#detach.delete(client);
     // A late socket error after we let go must not become an unhandled 'error' event.
-    client.on('error', () => {});
-    client.release(true);
+    hearConnectionErrors(client).release(true);
   }
 
   #retry(): void {
