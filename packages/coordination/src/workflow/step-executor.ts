@@ -172,7 +172,15 @@ export class StepExecutor {
   }
 
   #replyClient(): Promise<RequestReplyClient> {
-    this.#replies ??= new RequestReplyClient(this.#messaging as Messaging).start();
+    if (this.#replies === undefined) {
+      const starting = new RequestReplyClient(this.#messaging as Messaging).start();
+      // A start that failed (its store busy past the timeout, say) fails the steps waiting for it, not every
+      // later agent step of this engine: the next one starts a client anew.
+      starting.catch(() => {
+        if (this.#replies === starting) this.#replies = undefined;
+      });
+      this.#replies = starting;
+    }
     return this.#replies;
   }
 }
