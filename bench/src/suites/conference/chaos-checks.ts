@@ -101,12 +101,17 @@ export function assertSeats(
   }
 }
 
-/** Every accepted order's view (GET /api/orders/:id, with its token) shows the end the store recorded, within `withinMs`. */
+/**
+ * Every accepted order's view (GET /api/orders/:id, with its token) shows the end the store recorded, within
+ * `withinMs`. On failure the message adds `progress()` (where the view runners stand against the store), which tells
+ * a runner that lags from one that stopped.
+ */
 export async function assertOrderViews(
   clients: readonly ApiClient[],
   accepted: readonly Accepted[],
   ledger: Ledger,
   withinMs: number,
+  progress: () => Promise<string>,
 ): Promise<void> {
   const expected = (id: string) => (ledger.orders.get(id)?.confirmed === 1 ? 'confirmed' : 'expired');
   let differing = [...accepted];
@@ -132,12 +137,13 @@ export async function assertOrderViews(
     return differing.length === 0;
   };
   await pollUntil(check, deadline, 250);
+  const where = differing.length === 0 ? '' : `; ${await progress()}`;
   assert.deepEqual(
     differing
       .slice(0, 10)
       .map((r) => `${r.order.id}: store ${expected(r.order.id)}, view ${shown.get(r.order.id)}`),
     [],
-    `every order's view shows its end (${differing.length} do not)`,
+    `every order's view shows its end (${differing.length} do not${where})`,
   );
 }
 

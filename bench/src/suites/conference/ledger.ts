@@ -217,3 +217,21 @@ export async function leadingWorkerPid(db: pg.Pool, schema: string): Promise<num
   const pid = /-(\d+)-[0-9a-f]+$/.exec(rows[0]?.owner ?? '')?.[1];
   return pid === undefined ? undefined : Number(pid);
 }
+
+/** Where each view runner stands against the event store's head, and who owns it: "head 123; orders@1 120 (owner)". */
+export async function viewProgress(db: pg.Pool, schema: string): Promise<string> {
+  const head = await db.query<{ head: string | null }>(
+    `SELECT max(position) AS head FROM "${schema}".es_events`,
+  );
+  const views = await db.query<{
+    name: string;
+    version: number;
+    status: string;
+    position: string;
+    owner: string | null;
+  }>(`SELECT name, version, status, position, owner FROM "${schema}".es_views ORDER BY name`);
+  const each = views.rows.map(
+    (v) => `${v.name}@${v.version} ${v.status} ${v.position} (${v.owner ?? 'no owner'})`,
+  );
+  return `head ${head.rows[0]?.head ?? 0}; ${each.join(', ')}`;
+}

@@ -35,7 +35,7 @@ import {
 } from './chaos-checks.js';
 import { ApiClient } from './client.js';
 import { type AppProcess, loopbackHost, type ScaledDeployment, startScaled } from './deployments.js';
-import { leadingWorkerPid, readLedger, settledCount } from './ledger.js';
+import { leadingWorkerPid, readLedger, settledCount, viewProgress } from './ledger.js';
 import { runRate, type Target } from './load.js';
 import { seatsVisible, setUpConference } from './setup.js';
 
@@ -275,7 +275,7 @@ describe('chaos on the scaled Conference deployment at 200 orders/s', {
     );
 
     // --- The app's read models agree with the store.
-    await assertOrderViews(clients, accepted, ledger, VIEWS_WITHIN_MS);
+    await assertOrderViews(clients, accepted, ledger, VIEWS_WITHIN_MS, () => viewProgress(store, SCHEMA));
     for (const [fixture] of [[plenty], [scarce]] as const) {
       const seats = ledger.seats.get(fixture.conferenceId);
       const expected = fixture.seatTypeIds.map((id) => ({ id, available: seats?.remaining.get(id) ?? -1 }));
