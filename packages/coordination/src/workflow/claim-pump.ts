@@ -118,13 +118,11 @@ export class ClaimPump {
     }
     if (!this.#running) return;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = this.#clock.setTimeout(
-      () => {
-        this.#timer = undefined;
-        this.pump();
-      },
-      waitMs,
-      { unref: true },
-    );
+    // Not unref'd: a launched Scheduler keeps its process alive until closed, as a listening server does; a
+    // Scheduler process with nothing to claim for a moment must not end.
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      this.pump();
+    }, waitMs);
   }
 }

@@ -213,7 +213,10 @@ export class WorkflowEngine {
     return this;
   }
 
-  /** Starts the Scheduler (done by the first `start` too): claims and runs steps of the registered workflows. */
+  /**
+   * Starts the Scheduler (done by the first `start` too): claims and runs steps of the registered workflows. Like a
+   * listening server, a launched Scheduler keeps its process alive, idle or not, until `close()`.
+   */
   launch(): this {
     if (this.#launched || this.#closed || !this.#runsScheduler) return this;
     this.#launched = true;

@@ -15,7 +15,8 @@ describe('Workflow chaos: PostgreSQL', { skip: suite.skip }, () => {
       SCHEMA: 'chaos',
     });
     t.diagnostic(JSON.stringify(result));
-    assert.equal(result.byStatus.running ?? 0, 0, 'no workflow is stuck');
+    assert.deepEqual(result.crashed, [], 'no worker died by itself');
+    assert.equal(result.byStatus.running ?? 0, 0, `no workflow is stuck: ${JSON.stringify(result.stuck)}`);
     assert.equal((result.byStatus.completed ?? 0) + (result.byStatus.failed ?? 0), result.workflows);
     assert.deepEqual(
       result.broken,

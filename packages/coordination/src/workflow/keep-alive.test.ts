@@ -1,0 +1,25 @@
+/** A started Scheduler, Supervisor or Agent keeps its process alive while idle, and lets it end once closed. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { runChild } from '@stratus/testkit';
+
+const directory = mkdtempSync(join(tmpdir(), 'stratus-keep-alive-'));
+after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
+
+describe('workflow processes with nothing to do', () => {
+  for (const role of ['scheduler', 'supervisor', 'agent'] as const) {
+    it(`${role === 'agent' ? 'an' : 'a'} ${role} keeps its process alive until closed, then lets it end`, async () => {
+      const child = runChild(new URL('./fixtures/idle-worker.ts', import.meta.url), {
+        env: { ROLE: role, DIR: directory },
+        lifetimeMs: 30_000,
+      });
+      const exit = await child.exited;
+      const events = child.messages.map((message) => (message as { event: string }).event);
+      assert.deepEqual(events, ['ready', 'closed'], child.stderr);
+      assert.deepEqual(exit, { code: 0, signal: null });
+    });
+  }
+});
