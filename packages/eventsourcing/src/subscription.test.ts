@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { constantBackoff } from '@stratus/core';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { EventStore } from './event-store.js';
+import { withOutage } from './fixtures/outage.js';
 import { MemoryEventStoreBackend } from './memory/memory-event-store.js';
 import type { SubscriptionEvent } from './subscription.js';
 
@@ -117,6 +118,68 @@ describe('Subscription', () => {
     assert.deepEqual(batches, [[1, 2, 3]]);
     assert.throws(() => store.subscribe({ appendDelayMs: -1, handler: () => {} }), /appendDelayMs/);
     await subscription.stop();
+  });
+
+  it('goes on through a store outage, from its start and between reads, with a store-error each time', async () => {
+    const clock = new VirtualClock({ now: 1_750_000_000_000 });
+    const outage = withOutage(new MemoryEventStoreBackend(), [
+      'readAll',
+      'loadCheckpoint',
+      'storeCheckpoint',
+    ]);
+    const store = new EventStore({ backend: outage.part, clock });
+    await append(store, 'a-1', 1, 2);
+    outage.down = true;
+    const seen: unknown[] = [];
+    const errors: Extract<SubscriptionEvent, { type: 'store-error' }>[] = [];
+    const subscription = store.subscribe({ name: 'through', handler: (event) => void seen.push(event.data) });
+    subscription.events.on((event) => {
+      if (event.type === 'store-error') errors.push(event);
+    });
+    let settled = false;
+    void subscription.done.finally(() => {
+      settled = true;
+    });
+    // Down from the start: its checkpoint cannot even be read; the backoff (100 ms, doubling, up to 5 s) paces it.
+    await waitUntil(() => errors.length === 1, 'the first failure');
+    // How long until the last failure's retry is due.
+    const untilRetry = () => {
+      const last = errors.at(-1) as { at: number; retryInMs: number };
+      return last.at + last.retryInMs - clock.now();
+    };
+    for (let attempt = 2; attempt <= 8; attempt++) {
+      await clock.advance(untilRetry() - 1);
+      assert.equal(errors.length, attempt - 1, 'not before its backoff');
+      await clock.advance(2);
+      await waitUntil(() => errors.length === attempt, `failure ${attempt}`);
+    }
+    assert.deepEqual(
+      errors.map((e) => e.attempt),
+      [1, 2, 3, 4, 5, 6, 7, 8],
+    );
+    assert.ok(errors.every((e) => e.retryInMs > 0 && e.retryInMs <= 5_000));
+    assert.ok(errors.every((e) => (e.error as { code?: string }).code === 'ECONNREFUSED'));
+    assert.equal(subscription.storeFailures, 8);
+    assert.deepEqual(seen, []);
+    outage.down = false;
+    await clock.advance(untilRetry() + 1);
+    await subscription.caughtUp;
+    assert.deepEqual(seen, [1, 2]);
+    assert.equal(subscription.storeFailures, 0, 'healthy again');
+
+    // Down again while it follows: appends made meanwhile are handled once it is back, none twice.
+    outage.down = true;
+    await append(store, 'a-1', 3);
+    await waitUntil(() => errors.length === 9, 'the read fails');
+    await append(store, 'b-1', 4);
+    outage.down = false;
+    await clock.advance(untilRetry() + 1);
+    await waitUntil(() => seen.length === 4, 'the events appended during the outage');
+    assert.deepEqual(seen, [1, 2, 3, 4]);
+    await waitUntil(async () => (await store.backend.loadCheckpoint('through')) === 4, 'the checkpoint');
+    assert.equal(settled, false, 'it never stopped');
+    await subscription.stop();
+    assert.equal(settled, true);
   });
 
   it('retries a failing event after the backoff, without skipping it or going past it', async () => {

@@ -16,6 +16,7 @@ import { PoisonEventError } from './errors.js';
 import type { EventStore } from './event-store.js';
 import { MemoryParkedEvents } from './memory/memory-parked-events.js';
 import { Parking, type ParkingEventDetail } from './parking.js';
+import { StoreFailures } from './store-failures.js';
 
 const DEFAULT_BACKOFF = exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
 
@@ -76,6 +77,14 @@ type SubscriptionEventDetail =
       readonly attempt: number;
     }
   | { readonly type: 'checkpointed'; readonly position: number }
+  /** The store failed (a read, a checkpoint, the parked events): tried again in `retryInMs` (0: stopping, not again). */
+  | {
+      readonly type: 'store-error';
+      readonly error: unknown;
+      /** Consecutive failures so far. */
+      readonly attempt: number;
+      readonly retryInMs: number;
+    }
   | ParkingEventDetail
   | { readonly type: 'stopped'; readonly error: unknown };
 
@@ -87,14 +96,16 @@ export type SubscriptionEvent = StratusEvent & {
  * A catch-up subscription: reads every event after its checkpoint, then follows new appends live. At least once:
  * the checkpoint is stored after each batch, so a crash replays at most one batch; handlers should be idempotent
  * (or store the position with their own writes, as projections do). An event the handler keeps failing on is parked
- * (see `onPoison`) so that one bad event never holds up the others.
+ * (see `onPoison`) so that one bad event never holds up the others. A store that fails (the database restarting) is
+ * tried again with backoff, a `store-error` event each time, for as long as it takes: the subscription never stops
+ * for it.
  */
 export class Subscription<E extends RecordedEvent = RecordedEvent> {
   readonly name: string;
   readonly events = new EventEmitter<SubscriptionEvent>();
   /** Resolves when the subscription first reaches the end of the log. */
   readonly caughtUp: Promise<void>;
-  /** Settles when the subscription stops (rejects if it could not start or read, or on a poison event with 'stop'). */
+  /** Settles when the subscription stops: after stop(), or rejected on a poison event with `onPoison: 'stop'`. */
   readonly done: Promise<void>;
   #position = 0;
   #stopped = false;
@@ -109,6 +120,7 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
   #isolateThrough = 0;
   /** When to look at the parked events again (retries asked for, skips from another process). */
   #parkedCheckAt = 0;
+  readonly #storeFailures = new StoreFailures();
   readonly #parking: Parking<E>;
   readonly #store: EventStore;
   readonly #clock: Clock;
@@ -178,6 +190,11 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     return this.#attempt;
   }
 
+  /** Consecutive failures of the store (reads, checkpoints): 0 while it answers. */
+  get storeFailures(): number {
+    return this.#storeFailures.count;
+  }
+
   /** The parked events, in position order. */
   parked(): Promise<ParkedEvent[]> {
     return this.#parking.load();
@@ -201,16 +218,10 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
   }
 
   async #run(): Promise<void> {
-    const { name, from = 'start', batchSize = 500, checkpointEveryMs = 0 } = this.#options;
-    const stored = name === undefined ? undefined : await this.#store.backend.loadCheckpoint(name);
-    this.#position =
-      stored ?? (from === 'start' ? 0 : from === 'end' ? await this.#store.headPosition() : from.after);
-    await this.#parking.load();
+    const { batchSize = 500, checkpointEveryMs = 0 } = this.#options;
+    let opened = false;
+    let stopWatching: Unsubscribe | undefined;
     let dirty = false;
-    const stopWatching: Unsubscribe = await this.#store.backend.watch(() => {
-      this.#appended = true;
-      this.#wake?.();
-    });
     // The checkpoint write of a batch overlaps the read of the next one: at most one in flight, stored in order.
     let saving: Promise<void> = Promise.resolve();
     let savedAt = Number.NEGATIVE_INFINITY;
@@ -224,49 +235,89 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
     };
     try {
       while (!this.#stopped) {
-        if (this.#parking.count > 0 && this.#clock.now() >= this.#parkedCheckAt) {
-          this.#parkedCheckAt = this.#clock.now() + (this.#options.pollIntervalMs ?? 1000);
-          await this.#parking.retry(
-            (event) => this.#handle([event]),
-            () => this.#stopped,
+        try {
+          if (!opened) {
+            await this.#open();
+            opened = true;
+          }
+          stopWatching ??= await this.#store.backend.watch(() => {
+            this.#appended = true;
+            this.#wake?.();
+          });
+          if (this.#parking.count > 0 && this.#clock.now() >= this.#parkedCheckAt) {
+            this.#parkedCheckAt = this.#clock.now() + (this.#options.pollIntervalMs ?? 1000);
+            await this.#parking.retry(
+              (event) => this.#handle([event]),
+              () => this.#stopped,
+            );
+          }
+          this.#appended = false;
+          const batch = await this.#store.readAll<E>({
+            after: this.#position,
+            maxCount: batchSize,
+            following: true,
+          });
+          this.#storeFailures.succeeded();
+          if (batch.length === 0) {
+            // Caught up, the checkpoint still keeps to its interval (a quiet subscription stores it when the interval
+            // ends): woken by every append, a subscription would otherwise write one per append.
+            const checkpointDueIn = savedAt + checkpointEveryMs - this.#clock.now();
+            if (dirty && checkpointDueIn <= 0) await save();
+            await saving;
+            this.#reachedEnd();
+            this.#emit({ type: 'caught-up', position: this.#position });
+            const pollMs = this.#options.pollIntervalMs ?? 1000;
+            await this.#idle(dirty ? Math.min(pollMs, Math.max(0, checkpointDueIn)) : pollMs);
+            // Woken by an append: let the appends close behind it land, to handle them as one batch.
+            const delay = this.#options.appendDelayMs ?? 0;
+            if (this.#appended && delay > 0) await this.#idle(delay, false);
+            continue;
+          }
+          for (const unit of this.#units(batch)) {
+            if (this.#stopped || !(await this.#handleUnit(unit))) break;
+            this.#position = (unit[unit.length - 1] as E).globalPosition;
+            dirty = true;
+          }
+          if (dirty && this.#clock.now() - savedAt >= checkpointEveryMs) await save();
+        } catch (error) {
+          if (error instanceof PoisonEventError) throw error;
+          // A checkpoint that failed is written again with the next one.
+          const checkpointFailed = await saving.then(
+            () => false,
+            () => true,
           );
+          if (checkpointFailed) {
+            saving = Promise.resolve();
+            dirty = true;
+          }
+          const retryInMs = this.#storeFailures.failed();
+          this.#emit({ type: 'store-error', error, attempt: this.#storeFailures.count, retryInMs });
+          await this.#idle(retryInMs, false);
         }
-        this.#appended = false;
-        const batch = await this.#store.readAll<E>({
-          after: this.#position,
-          maxCount: batchSize,
-          following: true,
-        });
-        if (batch.length === 0) {
-          // Caught up, the checkpoint still keeps to its interval (a quiet subscription stores it when the interval
-          // ends): woken by every append, a subscription would otherwise write one per append.
-          const checkpointDueIn = savedAt + checkpointEveryMs - this.#clock.now();
-          if (dirty && checkpointDueIn <= 0) await save();
-          await saving;
-          this.#reachedEnd();
-          this.#emit({ type: 'caught-up', position: this.#position });
-          const pollMs = this.#options.pollIntervalMs ?? 1000;
-          await this.#idle(dirty ? Math.min(pollMs, Math.max(0, checkpointDueIn)) : pollMs);
-          // Woken by an append: let the appends close behind it land, to handle them as one batch.
-          const delay = this.#options.appendDelayMs ?? 0;
-          if (this.#appended && delay > 0) await this.#idle(delay, false);
-          continue;
-        }
-        for (const unit of this.#units(batch)) {
-          if (this.#stopped || !(await this.#handleUnit(unit))) break;
-          this.#position = (unit[unit.length - 1] as E).globalPosition;
-          dirty = true;
-        }
-        if (dirty && this.#clock.now() - savedAt >= checkpointEveryMs) await save();
       }
-      if (dirty) await save();
-      await saving;
+      // The last checkpoint on the way out; one that fails only means a replay from the one before.
+      try {
+        if (dirty) await save();
+        await saving;
+      } catch (error) {
+        this.#storeFailures.failed();
+        this.#emit({ type: 'store-error', error, attempt: this.#storeFailures.count, retryInMs: 0 });
+      }
     } catch (error) {
       this.#emit({ type: 'stopped', error });
       throw error;
     } finally {
-      stopWatching();
+      stopWatching?.();
     }
+  }
+
+  /** Where to start: the stored checkpoint, else `from`; and the parked events. */
+  async #open(): Promise<void> {
+    const { name, from = 'start' } = this.#options;
+    const stored = name === undefined ? undefined : await this.#store.backend.loadCheckpoint(name);
+    this.#position =
+      stored ?? (from === 'start' ? 0 : from === 'end' ? await this.#store.headPosition() : from.after);
+    await this.#parking.load();
   }
 
   /** One unit per event, or the whole batch: the position moves past a unit once it is handled (or parked). */

@@ -49,15 +49,10 @@ export interface Infrastructure {
   readonly rateLimits: RateLimitStore;
   reader(view: DocumentProjectionDefinition): DocumentReader;
   /**
-   * A runner keeping `view` up to date (single-active across processes through the view's lease, held as `owner`:
-   * default a new id); `onChange` hears which documents each batch writes, and 'all' when the view's version starts
+   * A runner keeping `view` up to date (single-active across processes through the view's lease); `onChange` hears which documents each batch writes, and 'all' when the view's version starts
    * serving reads (documents read before that came from no version at all).
    */
-  runner(
-    view: DocumentProjectionDefinition,
-    onChange: (keys: ViewChange) => void,
-    owner?: string,
-  ): ProjectionRunner<unknown>;
+  runner(view: DocumentProjectionDefinition, onChange: (keys: ViewChange) => void): ProjectionRunner<unknown>;
   /**
    * Where a process without view runners hears the documents the runners of other processes change: 'unheard' first
    * and whenever changes may go unheard from then on, 'all' once they are heard again (any may have changed
@@ -90,9 +85,8 @@ function reportingActivation(
   return runner;
 }
 
-function runnerOptions(config: ConferenceConfig, owner: string | undefined) {
+function runnerOptions(config: ConferenceConfig) {
   return {
-    ...(owner === undefined ? {} : { owner }),
     pollIntervalMs: 500,
     leaseMs: config.leaseMs,
     appendDelayMs: APPEND_DELAY_MS,
@@ -142,13 +136,13 @@ function openEmbedded(
     leases: new SqliteLeaseStore({ database }),
     rateLimits: new MemoryRateLimitStore(),
     reader: (view) => sqliteDocumentReader(database, target, view.name),
-    runner: (view, onChange, owner) =>
+    runner: (view, onChange) =>
       reportingActivation(
         new ProjectionRunner(
           store,
           target,
           sqliteDocumentProjection(view, { onChange }),
-          runnerOptions(config, owner),
+          runnerOptions(config),
         ) as ProjectionRunner<unknown>,
         onChange,
       ),
@@ -197,13 +191,13 @@ async function openDistributed(config: ConferenceConfig, clock: Clock): Promise<
     leases: new PostgresLeaseStore({ pool, schema }),
     rateLimits,
     reader: (view) => postgresDocumentReader(pool, target, view.name, { schema }),
-    runner(view, onChange, owner) {
+    runner(view, onChange) {
       return reportingActivation(
         new ProjectionRunner(
           store,
           target,
           postgresDocumentProjection(view, { schema, onChange, notifyChannel: channel }),
-          runnerOptions(config, owner),
+          runnerOptions(config),
         ) as ProjectionRunner<unknown>,
         (keys) => {
           onChange(keys);

@@ -7,7 +7,7 @@
  */
 
 import { LeaderElection } from '@stratus/coordination';
-import { type Clock, randomId, runInLanes, systemClock } from '@stratus/core';
+import { type Clock, runInLanes, systemClock } from '@stratus/core';
 import {
   CommandBus,
   ProcessManager,
@@ -37,7 +37,6 @@ import {
   poisonOptions,
   type ViewChange,
 } from './infrastructure.js';
-import { KeptRunning } from './kept-running.js';
 import { documentQueries, type Queries } from './queries.js';
 import {
   ConferenceManagement,
@@ -233,29 +232,37 @@ export async function startConferenceSystem(
     const { position, streamName, reason, attempts, error } = event as ParkedEventReport;
     options.log?.error({ handler, position, streamName, reason, attempts, error }, 'event parked');
   };
-  /** Each part of `keep` starts anew a second after it stopped on an error (the database out of reach, say). */
-  const keep = <Part extends { readonly failingAttempts: number; stop(): Promise<void> }>(
+  /**
+   * A background part: its parked events and store failures are logged. It rides out a database that fails (each
+   * failed read or lease is retried with backoff, and counts as not ready meanwhile); one that stops on an error
+   * anyway leaves the process failed.
+   */
+  const background = <Part extends Subscription | ProjectionRunner<unknown>>(
     what: string,
-    start: () => { name: string; part: Part; done: Promise<void> },
-  ) =>
-    new KeptRunning(
-      () => {
-        const { name, part, done } = start();
-        handlers.set(name, part);
-        return { part, done };
-      },
-      {
-        clock,
-        onFailure: (error) =>
-          options.log?.error(
-            { part: what, err: error },
-            `${what} stopped on an error: it starts again in a second`,
-          ),
-      },
-    );
-  const keptRunners: KeptRunning<ProjectionRunner<unknown>>[] = [];
+    name: string,
+    part: Part,
+    done: Promise<void>,
+  ) => {
+    handlers.set(name, part);
+    part.events.on((event) => {
+      reportParked(name, event);
+      if (event.type === 'store-error') {
+        const { attempt, retryInMs, error } = event;
+        options.log?.error(
+          { part: what, attempt, retryInMs, err: error },
+          `${what} could not reach the database`,
+        );
+      }
+    });
+    done.catch((error: unknown) => {
+      failed = true;
+      options.log?.error({ part: what, err: error }, `${what} stopped on an error`);
+    });
+    return part;
+  };
+  const runners: ProjectionRunner<unknown>[] = [];
   /** The subscriptions this process runs while it leads. */
-  let keptSubscriptions: KeptRunning<Subscription>[] = [];
+  let leaderSubscriptions: Subscription[] = [];
   let election: LeaderElection | undefined;
   let manager: ProcessManager<RegistrationProcessState, RegistrationProcessEvent> | undefined;
   let failed = false;
@@ -294,59 +301,51 @@ export async function startConferenceSystem(
       leaseMs: config.leaseMs,
       clock,
     });
-    const subscription = (start: () => Subscription) => () => {
-      const started = start();
-      started.events.on((event) => reportParked(started.name, event));
-      return { name: started.name, part: started, done: started.done };
-    };
+    const subscription = (what: string, started: Subscription) =>
+      background(what, started.name, started, started.done);
     election.onElected(async (term) => {
       // Both handle events idempotently, so a crash may replay up to a second of them: one checkpoint a second.
       const subscriptions = [
-        keep(
+        subscription(
           'the registration process subscription',
-          subscription(() =>
-            router.subscribe(store, {
-              ...poisonOptions(config),
-              name: 'registration-process',
-              checkpointEveryMs: 1000,
-              batchSize: SUBSCRIPTION_BATCH,
-              appendDelayMs: APPEND_DELAY_MS,
-              concurrency: SUBSCRIPTION_CONCURRENCY,
-            }),
-          ),
+          router.subscribe(store, {
+            ...poisonOptions(config),
+            name: 'registration-process',
+            checkpointEveryMs: 1000,
+            batchSize: SUBSCRIPTION_BATCH,
+            appendDelayMs: APPEND_DELAY_MS,
+            concurrency: SUBSCRIPTION_CONCURRENCY,
+          }),
         ),
-        keep(
+        subscription(
           'the integration subscription',
-          subscription(() =>
-            store.subscribe({
-              ...poisonOptions(config),
-              name: 'integration',
-              checkpointEveryMs: 1000,
-              batchSize: SUBSCRIPTION_BATCH,
-              appendDelayMs: APPEND_DELAY_MS,
-              // A round trip per confirmed order would bound them all: different orders go at once (integrationLane).
-              handleBatch: (events: readonly RecordedEvent[]) =>
-                runInLanes(
-                  events.flatMap((event) => {
-                    const lane = integrationLane(event);
-                    return lane === undefined ? [] : [{ lane, run: () => react(event) }];
-                  }),
-                  SUBSCRIPTION_CONCURRENCY,
-                ),
-            }),
-          ),
+          store.subscribe({
+            ...poisonOptions(config),
+            name: 'integration',
+            checkpointEveryMs: 1000,
+            batchSize: SUBSCRIPTION_BATCH,
+            appendDelayMs: APPEND_DELAY_MS,
+            // A round trip per confirmed order would bound them all: different orders go at once (integrationLane).
+            handleBatch: (events: readonly RecordedEvent[]) =>
+              runInLanes(
+                events.flatMap((event) => {
+                  const lane = integrationLane(event);
+                  return lane === undefined ? [] : [{ lane, run: () => react(event) }];
+                }),
+                SUBSCRIPTION_CONCURRENCY,
+              ),
+          }),
         ),
       ];
-      keptSubscriptions = subscriptions;
+      leaderSubscriptions = subscriptions;
       await new Promise<void>((resolve) => {
         if (term.signal.aborted) resolve();
         else term.signal.addEventListener('abort', () => resolve(), { once: true });
       });
-      if (keptSubscriptions === subscriptions) keptSubscriptions = [];
-      for (const kept of subscriptions) {
-        const name = kept.part?.name;
-        await kept.stop();
-        if (name !== undefined) handlers.delete(name);
+      if (leaderSubscriptions === subscriptions) leaderSubscriptions = [];
+      for (const stopping of subscriptions) {
+        await stopping.stop();
+        handlers.delete(stopping.name);
       }
     });
     election.events.on((event) => {
@@ -358,16 +357,9 @@ export async function startConferenceSystem(
   await presence?.start();
   if (runsWorker)
     for (const view of views) {
-      // One lease owner per view in this process: a runner started again takes the lease back at once.
-      const owner = `runner-${randomId()}`;
-      keptRunners.push(
-        keep(`the view runner of ${view.name}`, () => {
-          const runner = infrastructure.runner(view, viewChanged, owner);
-          const name = `projection:${view.name}@${runner.version}`;
-          runner.events.on((event) => reportParked(name, event));
-          return { name, part: runner, done: runner.start() };
-        }),
-      );
+      const runner = infrastructure.runner(view, viewChanged);
+      const name = `projection:${view.name}@${runner.version}`;
+      runners.push(background(`the view runner of ${view.name}`, name, runner, runner.start()));
     }
   const management = new ConferenceManagement(store, repositories, clock);
   // Sampled only where metrics are served (not in the embedded default's background thread).
@@ -387,17 +379,14 @@ export async function startConferenceSystem(
     rateLimits: infrastructure.rateLimits,
     waitFor: (check, timeoutMs) => waits.waitFor(check, timeoutMs),
     absent: (collection, id) => waits.absent(collection, id),
-    ready: () => !failed && [...keptRunners, ...keptSubscriptions].every((kept) => kept.part !== undefined),
+    ready: () => !failed && [...runners, ...leaderSubscriptions].every((part) => part.storeFailures === 0),
     parkedEvents: () => store.parkedCounts(),
     liveWorkers: () => liveWorkers(infrastructure.leases, clock),
     async backgroundStats() {
       if (options.backgroundStats !== undefined) return options.backgroundStats();
       const viewLag = [];
-      for (const [i, kept] of keptRunners.entries()) {
-        const runner = kept.part;
-        if (runner !== undefined)
-          viewLag.push({ view: views[i]?.name ?? '', events: (await runner.lag()).events });
-      }
+      for (const [i, runner] of runners.entries())
+        viewLag.push({ view: views[i]?.name ?? '', events: (await runner.lag()).events });
       const failingHandlers = [...handlers]
         .filter(([, handler]) => handler.failingAttempts > 0)
         .map(([handler, { failingAttempts }]) => ({ handler, attempts: failingAttempts }));
@@ -418,7 +407,7 @@ export async function startConferenceSystem(
       for (const consumer of consumers) await consumer.close();
       await election?.stop();
       await manager?.recordSent();
-      for (const kept of keptRunners) await kept.stop();
+      for (const runner of runners) await runner.stop();
       await infrastructure.close();
     },
   };

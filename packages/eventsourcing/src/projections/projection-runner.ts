@@ -17,6 +17,7 @@ import type { ParkedEvent, ParkedSelection, RecordedEvent } from '../backend.js'
 import { PoisonEventError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import { Parking, type ParkingEventDetail } from '../parking.js';
+import { StoreFailures } from '../store-failures.js';
 import type { ProjectionTarget } from './target.js';
 
 /** A materialized view: how to create its tables, and how each event changes them. */
@@ -90,7 +91,16 @@ type RunnerEventDetail =
        */
       readonly lagMs: number;
     }
+  /** The runner stopped on an error: a poison event with `onPoison: 'stop'`, or invalid options. */
   | { readonly type: 'failed'; readonly error: unknown }
+  /** The store or the view's database failed (a read, the lease): tried again in `retryInMs`. */
+  | {
+      readonly type: 'store-error';
+      readonly error: unknown;
+      /** Consecutive failures so far. */
+      readonly attempt: number;
+      readonly retryInMs: number;
+    }
   | {
       readonly type: 'apply-failed';
       /** The first event of the batch (or the event) that failed. */
@@ -131,7 +141,9 @@ function applyAll<Tx>(
 /**
  * Keeps one version of a view up to date: single-active through a lease on the view (renewed while it runs, and
  * checked by every commit, so a runner that lost it cannot write); each batch of events and the position it reaches
- * commit in one transaction, so a crash mid-batch leaves the view as it was and the batch is applied again.
+ * commit in one transaction, so a crash mid-batch leaves the view as it was and the batch is applied again. A store or
+ * view database that fails (a restart, a dropped connection) is tried again with backoff, a `store-error` event each
+ * time, for as long as it takes: the runner never stops for it.
  */
 export class ProjectionRunner<Tx> {
   readonly owner: string;
@@ -172,6 +184,7 @@ export class ProjectionRunner<Tx> {
   /** Events up to this position are applied one per transaction (a batch failed maxAttempts times). */
   #isolateThrough = 0;
   #parkedCheckAt = 0;
+  readonly #storeFailures = new StoreFailures();
 
   constructor(
     store: EventStore,
@@ -256,6 +269,11 @@ export class ProjectionRunner<Tx> {
     return this.#attempt;
   }
 
+  /** Consecutive failures of the store or the view's database (reads, the lease): 0 while they answer. */
+  get storeFailures(): number {
+    return this.#storeFailures.count;
+  }
+
   /** The parked events, in position order. */
   parked(): Promise<ParkedEvent[]> {
     return this.#parking.load();
@@ -282,7 +300,10 @@ export class ProjectionRunner<Tx> {
     };
   }
 
-  /** Starts the runner (it first waits for the lease); resolves once it has stopped. */
+  /**
+   * Starts the runner (it first waits for the lease); resolves once it has stopped, or rejects on a poison event
+   * with `onPoison: 'stop'`.
+   */
   start(): Promise<void> {
     this.#running ??= this.#run();
     return this.#running;
@@ -297,40 +318,33 @@ export class ProjectionRunner<Tx> {
 
   async #run(): Promise<void> {
     const { name, version } = this.#projection;
-    await this.#target.prepare(name, version, (tx) => this.#projection.setup(tx, version));
-    await this.#parking.load();
-    const stopWatching: Unsubscribe = await this.#store.backend.watch(() => {
-      this.#signalled = true;
-      this.#wake?.();
-    });
+    let prepared = false;
+    let stopWatching: Unsubscribe | undefined;
     try {
       while (!this.#stopped) {
-        if (!(await this.#holdLease())) {
-          await this.#idle(this.#leaseMs / 3, false);
-          continue;
-        }
-        const leaseHeldUntil = this.#clock.now() + this.#leaseMs / 3;
-        while (!this.#stopped && this.#clock.now() < leaseHeldUntil) {
-          if (this.#parking.count > 0 && this.#clock.now() >= this.#parkedCheckAt) {
-            this.#parkedCheckAt = this.#clock.now() + this.#pollIntervalMs;
-            await this.#parking.retry(
-              (event) => this.#applyParked(event),
-              () => this.#stopped,
-            );
+        try {
+          if (!prepared) {
+            await this.#target.prepare(name, version, (tx) => this.#projection.setup(tx, version));
+            await this.#parking.load();
+            prepared = true;
           }
-          const outcome = await this.#step();
-          if (outcome === 'superseded') {
-            this.#emit({ type: 'lease-lost' });
-            break;
+          stopWatching ??= await this.#store.backend.watch(() => {
+            this.#signalled = true;
+            this.#wake?.();
+          });
+          const leading = await this.#holdLease();
+          this.#storeFailures.succeeded();
+          if (!leading) {
+            await this.#idle(this.#leaseMs / 3, false);
+            continue;
           }
-          if (outcome === 'idle') {
-            await this.#idle(
-              Math.min(this.#pollIntervalMs, this.#leaseMs / 3, Math.max(0, this.#positionStoreDueIn())),
-              true,
-            );
-            // Woken by an append: let the appends close behind it land, to read them as one batch.
-            if (this.#signalled && this.#appendDelayMs > 0) await this.#idle(this.#appendDelayMs, false);
-          }
+          await this.#runTerm();
+        } catch (error) {
+          if (error instanceof PoisonEventError || error instanceof InvalidOptionsError) throw error;
+          // The store failed (the database restarting, say): try again after a backoff, the lease held or not.
+          const retryInMs = this.#storeFailures.failed();
+          this.#emit({ type: 'store-error', error, attempt: this.#storeFailures.count, retryInMs });
+          await this.#idle(retryInMs, false);
         }
       }
       // A position passed over ignored events and not yet due is stored now, so a restart does not read them again.
@@ -339,8 +353,36 @@ export class ProjectionRunner<Tx> {
       this.#emit({ type: 'failed', error });
       throw error;
     } finally {
-      stopWatching();
+      stopWatching?.();
       await this.#target.releaseLease(name, version, this.owner).catch(() => {});
+    }
+  }
+
+  /** Applies batches while the lease taken last is sure to be held; then it is renewed. */
+  async #runTerm(): Promise<void> {
+    const leaseHeldUntil = this.#clock.now() + this.#leaseMs / 3;
+    while (!this.#stopped && this.#clock.now() < leaseHeldUntil) {
+      if (this.#parking.count > 0 && this.#clock.now() >= this.#parkedCheckAt) {
+        this.#parkedCheckAt = this.#clock.now() + this.#pollIntervalMs;
+        await this.#parking.retry(
+          (event) => this.#applyParked(event),
+          () => this.#stopped,
+        );
+      }
+      const outcome = await this.#step();
+      this.#storeFailures.succeeded();
+      if (outcome === 'superseded') {
+        this.#emit({ type: 'lease-lost' });
+        return;
+      }
+      if (outcome === 'idle') {
+        await this.#idle(
+          Math.min(this.#pollIntervalMs, this.#leaseMs / 3, Math.max(0, this.#positionStoreDueIn())),
+          true,
+        );
+        // Woken by an append: let the appends close behind it land, to read them as one batch.
+        if (this.#signalled && this.#appendDelayMs > 0) await this.#idle(this.#appendDelayMs, false);
+      }
     }
   }
 

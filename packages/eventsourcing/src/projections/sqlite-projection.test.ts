@@ -7,6 +7,7 @@ import { openSqlite, type SqliteDatabase } from '@stratus/sql';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import type { RecordedEvent } from '../backend.js';
 import { EventStore } from '../event-store.js';
+import { withOutage } from '../fixtures/outage.js';
 import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
 import {
   type Projection,
@@ -149,6 +150,61 @@ describe('ProjectionRunner on SQLite', () => {
     void again.start();
     await waitUntil(() => rows(database, 1).length === 7, 'the restarted runner applies only what is new');
     await again.stop();
+  });
+
+  it('goes on through outages of the event store and of the view database, with a store-error each time', async () => {
+    const clock = new VirtualClock({ now: 1_750_000_000_000 });
+    const { database, store: direct, target: directTarget } = open(clock);
+    const storeOutage = withOutage(direct.backend, ['readAll']);
+    const store = new EventStore({ backend: storeOutage.part, clock });
+    const viewOutage = withOutage(directTarget, ['acquireLease']);
+    await placeOrders(store, 1, 2);
+    viewOutage.down = true;
+    const runner = new ProjectionRunner(store, viewOutage.part, ordersView, { pollIntervalMs: 50 });
+    const errors: Extract<ProjectionRunnerEvent, { type: 'store-error' }>[] = [];
+    runner.events.on((event) => {
+      if (event.type === 'store-error') errors.push(event);
+    });
+    let settled = false;
+    const running = runner.start().finally(() => {
+      settled = true;
+    });
+    const untilRetry = () => {
+      const last = errors.at(-1) as { at: number; retryInMs: number };
+      return last.at + last.retryInMs - clock.now();
+    };
+    // The view's database is down: no lease; then the event store too, once the lease is had.
+    await waitUntil(() => errors.length === 1, 'the lease cannot be taken');
+    for (let attempt = 2; attempt <= 4; attempt++) {
+      await clock.advance(untilRetry() - 1);
+      assert.equal(errors.length, attempt - 1, 'not before its backoff');
+      await clock.advance(2);
+      await waitUntil(() => errors.length === attempt, `failure ${attempt}`);
+    }
+    assert.equal(runner.storeFailures, 4);
+    viewOutage.down = false;
+    storeOutage.down = true;
+    await clock.advance(untilRetry() + 1);
+    await waitUntil(() => errors.length === 5, 'the read fails');
+    assert.equal(runner.storeFailures, 1, 'the lease was taken: the count starts again');
+    assert.equal(rows(database, 1).length, 0);
+    storeOutage.down = false;
+    await clock.advance(untilRetry() + 1);
+    await runner.caughtUp;
+    assert.equal(rows(database, 1).length, 2);
+    assert.equal(runner.storeFailures, 0, 'healthy again');
+    assert.ok(errors.every((e) => (e.error as { code?: string }).code === 'ECONNREFUSED'));
+
+    // Down again while it follows: what was appended meanwhile is applied once it is back, once.
+    storeOutage.down = true;
+    await placeOrders(direct, 3, 3);
+    await waitUntil(() => errors.length === 6, 'the read fails again');
+    storeOutage.down = false;
+    await clock.advance(untilRetry() + 1);
+    await waitUntil(() => rows(database, 1).length === 3, 'the order placed during the outage');
+    assert.equal(settled, false, 'it never stopped');
+    await runner.stop();
+    await running;
   });
 
   it('rebuilds a new version beside the old one, then swaps it in and retires the old runner', async () => {

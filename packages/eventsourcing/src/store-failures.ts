@@ -1,0 +1,31 @@
+import { exponentialBackoff } from '@stratus/core';
+
+/** Store failures are retried after this: from 100 ms, doubling, up to 5 s (as a messaging consumer's receives). */
+const STORE_RETRY = exponentialBackoff({ initialMs: 100, maxMs: 5_000, jitter: 'equal' });
+
+/**
+ * What a long-running reader (a subscription, a view runner) does when its store fails (the database restarting, a
+ * dropped connection): it counts the failure, reports it, waits out a backoff and tries again, never stopping for
+ * it. The count goes back to 0 at the next success, so it tells whether the reader is healthy now.
+ */
+export class StoreFailures {
+  #count = 0;
+  #previousMs = 0;
+
+  /** Consecutive failures: 0 while the store answers. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Counts a failure; returns the wait before the next try. */
+  failed(): number {
+    this.#count++;
+    this.#previousMs = STORE_RETRY.delay(this.#count, this.#previousMs);
+    return this.#previousMs;
+  }
+
+  succeeded(): void {
+    this.#count = 0;
+    this.#previousMs = 0;
+  }
+}
