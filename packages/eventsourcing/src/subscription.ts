@@ -396,7 +396,8 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
         this.#wake = undefined;
         resolve();
       };
-      this.#timer = this.#clock.setTimeout(done, ms, { unref: true });
+      // Not unref'd: a started subscription keeps its process alive until stopped, caught up or not.
+      this.#timer = this.#clock.setTimeout(done, ms);
       this.#wake = wakeOnAppend
         ? done
         : () => {

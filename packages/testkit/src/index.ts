@@ -1,6 +1,7 @@
 export * from './exit-cleanup.js';
 export * from './faults.js';
 export * from './hostile-pg-types.js';
+export * from './keep-alive.js';
 export {
   suitePools,
   type TerminateConnectionsOptions,

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { runChild } from '@stratus/testkit';
+import { runIdle } from '@stratus/testkit';
 
 const directory = mkdtempSync(join(tmpdir(), 'stratus-keep-alive-'));
 after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }));
@@ -12,14 +12,11 @@ after(() => rmSync(directory, { recursive: true, force: true, maxRetries: 10 }))
 describe('workflow processes with nothing to do', () => {
   for (const role of ['scheduler', 'supervisor', 'agent'] as const) {
     it(`${role === 'agent' ? 'an' : 'a'} ${role} keeps its process alive until closed, then lets it end`, async () => {
-      const child = runChild(new URL('./fixtures/idle-worker.ts', import.meta.url), {
+      const run = await runIdle(new URL('./fixtures/idle-worker.ts', import.meta.url), {
         env: { ROLE: role, DIR: directory },
-        lifetimeMs: 30_000,
       });
-      const exit = await child.exited;
-      const events = child.messages.map((message) => (message as { event: string }).event);
-      assert.deepEqual(events, ['ready', 'closed'], child.stderr);
-      assert.deepEqual(exit, { code: 0, signal: null });
+      assert.deepEqual(run.events, ['ready', 'closed'], run.stderr);
+      assert.deepEqual(run.exit, { code: 0, signal: null });
     });
   }
 });

@@ -279,7 +279,8 @@ export class OutboxRelay {
       };
       this.#wake = done;
       if (!this.#running) return done();
-      timer = this.#clock.setTimeout(done, ms, { unref: true });
+      // Not unref'd: a started relay keeps its process alive until stopped, with records to send or not.
+      timer = this.#clock.setTimeout(done, ms);
     });
   }
 
