@@ -3,17 +3,15 @@ import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { findPostgresBinaries, startPostgres } from './postgres-server.js';
+import { findRedisServer, startRedis } from './redis-server.js';
+import { freePort } from './server-processes.js';
 import {
-  findPostgresBinaries,
-  findRedisServer,
-  freePort,
   POSTGRES_UNAVAILABLE_ENV,
   postgresForSuite,
   REDIS_UNAVAILABLE_ENV,
   redisForSuite,
   skipUnlessCi,
-  startPostgres,
-  startRedis,
   startSharedTestServers,
 } from './servers.js';
 import { waitUntil } from './virtual-clock.js';
