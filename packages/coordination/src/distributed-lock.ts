@@ -192,28 +192,46 @@ export class DistributedLock {
       },
     });
     this.#emit({ type: 'acquired', token: grant.token, waitedMs: since - started, attempts: attempt });
-    return {
-      name: this.name,
-      token: grant.token,
-      // Read through: the keeper makes the signal only when someone asks for it.
-      get signal() {
-        return keeper.signal;
-      },
-      get held() {
-        return keeper.held;
-      },
-      release: async () => {
-        const released = await keeper.release();
-        if (released)
-          this.#emit({ type: 'released', token: grant.token, heldMs: this.#clock.monotonic() - since });
-        return released;
-      },
-    };
+    return new Hold(this.name, keeper, () => {
+      this.#emit({ type: 'released', token: grant.token, heldMs: this.#clock.monotonic() - since });
+    });
   }
 
   #emit(detail: LockEventDetail): void {
     if (!this.events.active) return;
     this.events.emit({ component: 'lock', name: this.name, at: this.#clock.now(), ...detail } as LockEvent);
+  }
+}
+
+/** A held slot: a class, not an object literal with getters, which V8 builds far more slowly on every hold. */
+class Hold implements LockHandle {
+  readonly name: string;
+  readonly #keeper: LeaseKeeper;
+  readonly #onReleased: () => void;
+
+  constructor(name: string, keeper: LeaseKeeper, onReleased: () => void) {
+    this.name = name;
+    this.#keeper = keeper;
+    this.#onReleased = onReleased;
+  }
+
+  get token(): number {
+    return this.#keeper.token;
+  }
+
+  // Read through: the keeper makes the signal only when someone asks for it.
+  get signal(): AbortSignal {
+    return this.#keeper.signal;
+  }
+
+  get held(): boolean {
+    return this.#keeper.held;
+  }
+
+  async release(): Promise<boolean> {
+    const released = await this.#keeper.release();
+    if (released) this.#onReleased();
+    return released;
   }
 }
 

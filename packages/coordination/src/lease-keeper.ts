@@ -41,7 +41,7 @@ export class LeaseKeeper {
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
     this.grant = options.grant;
-    this.#extend(options.sentAt);
+    this.#deadline = options.sentAt + options.ttlMs - options.safetyMarginMs;
     this.#scheduleRenewal(options.renewEveryMs);
   }
 
@@ -66,15 +66,18 @@ export class LeaseKeeper {
   async release(): Promise<boolean> {
     if (this.#ended) return false;
     this.#end('released');
-    await this.#renewing;
+    if (this.#renewing !== undefined) await this.#renewing;
     const { store, grant } = this.#options;
     return store.release(grant.name, grant.owner, grant.token).catch(() => false);
   }
 
-  #extend(sentAt: number): void {
-    const { clock, ttlMs, safetyMarginMs } = this.#options;
-    this.#deadline = sentAt + ttlMs - safetyMarginMs;
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
+  /**
+   * The deadline's own timer runs only while the lease is at risk: from a renewal's start until one succeeds. Until
+   * then the renewal timer, due well before the deadline, stands in for it, so a short hold costs one timer.
+   */
+  #armDeadline(): void {
+    if (this.#deadlineTimer !== undefined) return;
+    const { clock } = this.#options;
     this.#deadlineTimer = clock.setTimeout(
       () => {
         this.#deadlineTimer = undefined;
@@ -85,11 +88,24 @@ export class LeaseKeeper {
     );
   }
 
+  #extend(sentAt: number): void {
+    const { clock, ttlMs, safetyMarginMs } = this.#options;
+    this.#deadline = sentAt + ttlMs - safetyMarginMs;
+    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = undefined;
+  }
+
   #scheduleRenewal(ms: number): void {
     if (this.#ended) return;
     // Not unref'd: a held lease is work in progress.
     this.#renewTimer = this.#options.clock.setTimeout(() => {
       this.#renewTimer = undefined;
+      // Late (the event loop was blocked): the lease may be another's already.
+      if (this.#options.clock.monotonic() >= this.#deadline) {
+        this.#end('expired');
+        return;
+      }
+      this.#armDeadline();
       this.#renewing = this.#renew().finally(() => {
         this.#renewing = undefined;
       });

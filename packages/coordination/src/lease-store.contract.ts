@@ -95,6 +95,25 @@ export function leaseStoreContract(kind: string, open: () => Promise<LeaseStore>
       assert.equal((await store.holders('pool', T0 + 850)).length, 2, 'c expired at +800');
     });
 
+    it('counts every live holder of a name acquired with different limits', async () => {
+      const store = await open();
+      granted(await store.acquire({ name: 'mixed', owner: 'a', ttlMs: 1000, now: T0 }));
+      const b = granted(await store.acquire({ name: 'mixed', owner: 'b', ttlMs: 2000, now: T0, limit: 2 }));
+      assert.equal(b.token, 2);
+      const full = await store.acquire({ name: 'mixed', owner: 'c', ttlMs: 1000, now: T0, limit: 2 });
+      assert.deepEqual(full.acquired ? [] : full.holders.map((h) => h.owner), ['a', 'b']);
+      const one = await store.acquire({ name: 'mixed', owner: 'c', ttlMs: 1000, now: T0 + 1 });
+      assert.equal(one.acquired, false, 'a limit of 1 sees both holders');
+      assert.ok(await store.renew('mixed', 'a', 1, 1000, T0 + 500), 'the first holder renews');
+      assert.equal(await store.release('mixed', 'a', 1), true);
+      assert.deepEqual(
+        (await store.holders('mixed', T0 + 600)).map((h) => ({ ...h })),
+        [{ owner: 'b', token: 2, expiresAt: T0 + 2000 }],
+      );
+      const c = granted(await store.acquire({ name: 'mixed', owner: 'c', ttlMs: 1000, now: T0 + 2000 }));
+      assert.equal(c.token, 3, 'a limit of 1 again after the semaphore holders expired');
+    });
+
     it('gives a contested lease to exactly one of many concurrent acquirers (and a semaphore to exactly `limit`)', async () => {
       const store = await open();
       for (const limit of [1, 3]) {

@@ -17,59 +17,115 @@ export interface RedisLeaseStoreOptions {
   readonly prefix?: string;
 }
 
-// Keys of one lease share a hash tag (one cluster slot): KEYS[1] a sorted set of holders scored by expiry,
-// KEYS[2] a hash of holder -> token, KEYS[3] the last token (kept for ever, so tokens never repeat). Times travel
-// as strings and go to Redis as they came: Lua would print numbers with 14 digits, losing a millisecond epoch's
-// fraction.
-const PRUNE = `
-local function prune(now)
-  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-  if #expired > 0 then
-    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-    redis.call('HDEL', KEYS[2], unpack(expired))
-  end
+// The keys of a lease share its hash tag (one cluster slot) and derive from the one key a script is given, its base
+// (as the message backend's scripts do): fewer arguments to build, send and parse on every call. A lease of one
+// holder (a mutex, a leadership: the common case) lives in <base>:holder, a string '<token> <expiresAt> <owner>':
+// a grant there costs a GET and a SET. A semaphore's holders live in <base>:holders, a sorted set scored by expiry,
+// with <base>:tokens a hash of holder -> token. The two layouts of a name never hold live holders at once (see
+// ACQUIRE). <base>:last holds the last token of either layout, kept for ever so that tokens never repeat. Times
+// travel as strings and go to Redis as they came: Lua would print numbers with 14 digits, losing a millisecond
+// epoch's fraction.
+// Reads the single holder, if any, into `one`.
+const HOLDER = `
+local holder = KEYS[1] .. ':holder'
+local one = redis.call('GET', holder)
+if one then
+  local token, expires, owner = string.match(one, '^(%d+) (%S+) (.*)$')
+  one = {owner = owner, token = token, expires = expires}
 end
 `;
-
-// ARGV: owner, expiresAt, now, limit. Returns {1, token, renewed} or {0, owner, token, expiresAt, ...}.
-const ACQUIRE = `${PRUNE}
-prune(ARGV[3])
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-  return {1, redis.call('HGET', KEYS[2], ARGV[1]), 1}
+// The semaphore layout's keys and helpers: only scripts that go past the single holder pay for them.
+const SEMAPHORE = `
+local holders, tokens = KEYS[1] .. ':holders', KEYS[1] .. ':tokens'
+local function prune(now)
+  local expired = redis.call('ZRANGEBYSCORE', holders, '-inf', now)
+  if #expired > 0 then
+    redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+    redis.call('HDEL', tokens, unpack(expired))
+  end
 end
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
-  local held = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-  local out = {0}
+-- Appends owner, token and expiry of each holder of a ZRANGE ... WITHSCORES reply to out.
+local function list(out, held)
   for i = 1, #held, 2 do
     out[#out + 1] = held[i]
-    out[#out + 1] = redis.call('HGET', KEYS[2], held[i])
+    out[#out + 1] = redis.call('HGET', tokens, held[i])
     out[#out + 1] = held[i + 1]
   end
   return out
 end
-local token = redis.call('INCR', KEYS[3])
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], token)
-return {1, tostring(token), 0}
+`;
+
+// ARGV: owner, expiresAt, now, limit. Returns the token of a new grant, minus the token of a renewed one (a number
+// is cheaper to send and read than an array), or when refused {owner, token, expiresAt, ...} of the holders.
+// A limit of 1 takes the single-holder layout unless a semaphore's holders are there; any other limit first moves
+// a live single holder into the sorted set, so a name acquired with both limits still counts everyone.
+const ACQUIRE = `${HOLDER}
+if ARGV[4] == '1' and (one or redis.call('EXISTS', KEYS[1] .. ':holders') == 0) then
+  if one and tonumber(one.expires) > tonumber(ARGV[3]) then
+    if one.owner ~= ARGV[1] then return {one.owner, one.token, one.expires} end
+    redis.call('SET', holder, one.token .. ' ' .. ARGV[2] .. ' ' .. ARGV[1])
+    return -tonumber(one.token)
+  end
+  local token = redis.call('INCR', KEYS[1] .. ':last')
+  redis.call('SET', holder, token .. ' ' .. ARGV[2] .. ' ' .. ARGV[1])
+  return token
+end
+${SEMAPHORE}
+if one then
+  redis.call('DEL', holder)
+  if tonumber(one.expires) > tonumber(ARGV[3]) then
+    redis.call('ZADD', holders, one.expires, one.owner)
+    redis.call('HSET', tokens, one.owner, one.token)
+  end
+end
+prune(ARGV[3])
+if redis.call('ZSCORE', holders, ARGV[1]) then
+  redis.call('ZADD', holders, ARGV[2], ARGV[1])
+  return -tonumber(redis.call('HGET', tokens, ARGV[1]))
+end
+if redis.call('ZCARD', holders) >= tonumber(ARGV[4]) then
+  return list({}, redis.call('ZRANGE', holders, 0, -1, 'WITHSCORES'))
+end
+local token = redis.call('INCR', KEYS[1] .. ':last')
+redis.call('ZADD', holders, ARGV[2], ARGV[1])
+redis.call('HSET', tokens, ARGV[1], token)
+return token
 `;
 
 // ARGV: owner, token, expiresAt, now. Returns 1 when renewed.
-const RENEW = `
-local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not score or tonumber(score) <= tonumber(ARGV[4]) or redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then
+const RENEW = `${HOLDER}
+if one and one.owner == ARGV[1] and one.token == ARGV[2] then
+  if tonumber(one.expires) <= tonumber(ARGV[4]) then return 0 end
+  redis.call('SET', holder, one.token .. ' ' .. ARGV[3] .. ' ' .. ARGV[1])
+  return 1
+end
+${SEMAPHORE}
+local score = redis.call('ZSCORE', holders, ARGV[1])
+if not score or tonumber(score) <= tonumber(ARGV[4]) or redis.call('HGET', tokens, ARGV[1]) ~= ARGV[2] then
   return 0
 end
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+redis.call('ZADD', holders, ARGV[3], ARGV[1])
 return 1
 `;
 
 // ARGV: owner, token. Returns 1 when released.
-const RELEASE = `
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[1], ARGV[1])
+const RELEASE = `${HOLDER}
+if one and one.owner == ARGV[1] and one.token == ARGV[2] then
+  redis.call('DEL', holder)
+  return 1
+end
+${SEMAPHORE}
+if redis.call('HGET', tokens, ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', tokens, ARGV[1])
+redis.call('ZREM', holders, ARGV[1])
 return 1
+`;
+
+// ARGV: now. Returns {owner, token, expiresAt, ...} of the live holders of both layouts.
+const LIST = `${HOLDER}${SEMAPHORE}
+local out = {}
+if one and tonumber(one.expires) > tonumber(ARGV[1]) then out = {one.owner, one.token, one.expires} end
+return list(out, redis.call('ZRANGEBYSCORE', holders, '(' .. ARGV[1], '+inf', 'WITHSCORES'))
 `;
 
 type Script = (...args: (string | number)[]) => Promise<unknown>;
@@ -82,6 +138,7 @@ export class RedisLeaseStore implements LeaseStore {
   readonly #acquire: Script;
   readonly #renew: Script;
   readonly #release: Script;
+  readonly #list: Script;
 
   constructor(options: RedisLeaseStoreOptions) {
     assertObject('options', options as unknown);
@@ -95,18 +152,18 @@ export class RedisLeaseStore implements LeaseStore {
     this.#acquire = this.#script('stratusLeaseAcquire', ACQUIRE);
     this.#renew = this.#script('stratusLeaseRenew', RENEW);
     this.#release = this.#script('stratusLeaseRelease', RELEASE);
+    this.#list = this.#script('stratusLeaseList', LIST);
   }
 
   /** An EVALSHA-backed command (ioredis sends the script once per connection, then calls it by its SHA). */
   #script(name: string, lua: string): Script {
     const commands = this.client as unknown as Record<string, Script | undefined>;
-    if (typeof commands[name] !== 'function') this.client.defineCommand(name, { numberOfKeys: 3, lua });
+    if (typeof commands[name] !== 'function') this.client.defineCommand(name, { numberOfKeys: 1, lua });
     return (commands[name] as Script).bind(this.client);
   }
 
-  #keys(name: string): [string, string, string] {
-    const base = `${this.prefix}{${name}}`;
-    return [`${base}:holders`, `${base}:tokens`, `${base}:last`];
+  #base(name: string): string {
+    return `${this.prefix}{${name}}`;
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -114,24 +171,20 @@ export class RedisLeaseStore implements LeaseStore {
     const { name, owner, ttlMs, now } = request;
     const expiresAt = now + ttlMs;
     const reply = (await this.#acquire(
-      ...this.#keys(name),
+      this.#base(name),
       owner,
       String(expiresAt),
       String(now),
-      limit,
-    )) as (string | number)[];
-    if (reply[0] === 1) {
+      String(limit),
+    )) as number | string[];
+    if (typeof reply === 'number') {
       return {
         acquired: true,
-        renewed: reply[2] === 1,
-        grant: { name, owner, token: Number(reply[1]), expiresAt },
+        renewed: reply < 0,
+        grant: { name, owner, token: Math.abs(reply), expiresAt },
       };
     }
-    const holders: LeaseHolder[] = [];
-    for (let i = 1; i < reply.length; i += 3) {
-      holders.push({ owner: String(reply[i]), token: Number(reply[i + 1]), expiresAt: Number(reply[i + 2]) });
-    }
-    return { acquired: false, holders };
+    return { acquired: false, holders: holdersOf(reply) };
   }
 
   async renew(
@@ -143,31 +196,26 @@ export class RedisLeaseStore implements LeaseStore {
   ): Promise<LeaseGrant | undefined> {
     checkHeldLease(name, owner, token, ttlMs, now);
     const expiresAt = now + ttlMs;
-    const renewed = await this.#renew(
-      ...this.#keys(name),
-      owner,
-      String(token),
-      String(expiresAt),
-      String(now),
-    );
+    const renewed = await this.#renew(this.#base(name), owner, String(token), String(expiresAt), String(now));
     return renewed === 1 ? { name, owner, token, expiresAt } : undefined;
   }
 
   async release(name: string, owner: string, token: number): Promise<boolean> {
     checkHeldLease(name, owner, token);
-    return (await this.#release(...this.#keys(name), owner, String(token))) === 1;
+    return (await this.#release(this.#base(name), owner, String(token))) === 1;
   }
 
   async holders(name: string, now: number): Promise<LeaseHolder[]> {
-    const [holdersKey, tokensKey] = this.#keys(name);
-    const held = await this.client.zrangebyscore(holdersKey, `(${now}`, '+inf', 'WITHSCORES');
-    if (held.length === 0) return [];
-    const owners = held.filter((_, i) => i % 2 === 0);
-    const tokens = await this.client.hmget(tokensKey, ...owners);
-    return owners.map((owner, i) => ({
-      owner,
-      token: Number(tokens[i]),
-      expiresAt: Number(held[2 * i + 1]),
-    }));
+    const reply = (await this.#list(this.#base(name), String(now))) as string[];
+    return holdersOf(reply).sort((a, b) => a.expiresAt - b.expiresAt);
   }
+}
+
+/** Reads the {owner, token, expiresAt} triples of a script's reply. */
+function holdersOf(reply: readonly string[]): LeaseHolder[] {
+  const holders: LeaseHolder[] = [];
+  for (let i = 0; i < reply.length; i += 3) {
+    holders.push({ owner: String(reply[i]), token: Number(reply[i + 1]), expiresAt: Number(reply[i + 2]) });
+  }
+  return holders;
 }
