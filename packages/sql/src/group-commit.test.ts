@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
 
 describe('GroupCommit', () => {
   it('sends what arrives while a batch is in flight together in the next batch', async () => {
@@ -46,5 +46,20 @@ describe('GroupCommit', () => {
       ['rejected', 'rejected'],
     );
     assert.equal(await commit.submit(3), 3);
+  });
+});
+
+describe('KeyedGroupCommit', () => {
+  it('groups calls by key, and forgets a key once its callers are answered', async () => {
+    const batches: string[] = [];
+    const commit = new KeyedGroupCommit<number, string>(async (key, items) => {
+      batches.push(`${key}:${items.join(',')}`);
+      return items.map((n) => `${key}${n}`);
+    });
+    const answers = Promise.all([commit.submit('a', 1), commit.submit('b', 2), commit.submit('a', 3)]);
+    assert.equal(commit.keys, 2);
+    assert.deepEqual(await answers, ['a1', 'b2', 'a3']);
+    assert.deepEqual(batches.sort(), ['a:1,3', 'b:2']);
+    assert.equal(commit.keys, 0);
   });
 });

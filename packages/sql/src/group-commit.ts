@@ -53,3 +53,36 @@ export class GroupCommit<I, O> {
     }
   }
 }
+
+/**
+ * One group commit per key (a queue, say): calls with the same key share round trips, other keys go their own
+ * way. A key's group lives while it has callers, so keys that come and go do not accumulate.
+ */
+export class KeyedGroupCommit<I, O> {
+  readonly #flush: (key: string, items: I[]) => Promise<O[]>;
+  readonly #maxBatch: number;
+  readonly #groups = new Map<string, { readonly commit: GroupCommit<I, O>; callers: number }>();
+
+  constructor(flush: (key: string, items: I[]) => Promise<O[]>, maxBatch = 1000) {
+    this.#flush = flush;
+    this.#maxBatch = maxBatch;
+  }
+
+  submit(key: string, item: I): Promise<O> {
+    let group = this.#groups.get(key);
+    if (group === undefined) {
+      group = { commit: new GroupCommit((items) => this.#flush(key, items), this.#maxBatch), callers: 0 };
+      this.#groups.set(key, group);
+    }
+    const current = group;
+    current.callers++;
+    return current.commit.submit(item).finally(() => {
+      if (--current.callers === 0 && this.#groups.get(key) === current) this.#groups.delete(key);
+    });
+  }
+
+  /** Keys with callers waiting or in flight. */
+  get keys(): number {
+    return this.#groups.size;
+  }
+}

@@ -1,5 +1,5 @@
 // Group commit of the PostgreSQL backend's sends, receives and completes: concurrent calls on a queue share one.
-import { GroupCommit } from '@stratus/sql';
+import { KeyedGroupCommit } from '@stratus/sql';
 import type {
   OutgoingMessage,
   ReceiveRequest,
@@ -28,11 +28,6 @@ interface CompleteRequest {
   readonly tokens: readonly string[];
   readonly now: number;
 }
-interface Grouped<I, O> {
-  readonly commit: GroupCommit<I, O>;
-  /** Submitted and not yet answered. */
-  callers: number;
-}
 
 /**
  * Those arriving while one call for their queue is in flight go together in the next one (one round trip, one
@@ -41,9 +36,15 @@ interface Grouped<I, O> {
 export class GroupedOperations {
   readonly #connection: PostgresConnection;
   readonly #sql: Statements;
-  readonly #sends = new Map<string, Grouped<SendRequest, SendOutcome[] | Error>>();
-  readonly #completes = new Map<string, Grouped<CompleteRequest, SettleOutcome[]>>();
-  readonly #receives = new Map<string, Grouped<ReceiveRequest, ReceiveResult>>();
+  readonly #sends = new KeyedGroupCommit<SendRequest, SendOutcome[] | Error>((queue, batch) =>
+    this.#flushSends(queue, batch),
+  );
+  readonly #completes = new KeyedGroupCommit<CompleteRequest, SettleOutcome[]>((queue, batch) =>
+    this.#flushCompletes(queue, batch),
+  );
+  readonly #receives = new KeyedGroupCommit<ReceiveRequest, ReceiveResult>((queue, batch) =>
+    this.#flushReceives(queue, batch),
+  );
 
   constructor(connection: PostgresConnection, sql: Statements) {
     this.#connection = connection;
@@ -55,45 +56,21 @@ export class GroupedOperations {
     if (messages.length === 0 || messages.length >= GROUP_BELOW) {
       return (await this.#sendTogether(queue, [request]))[0] as SendOutcome[];
     }
-    const outcome = await this.#submit(
-      this.#sends,
-      queue,
-      (batch) => this.#flushSends(queue, batch),
-      request,
-    );
+    const outcome = await this.#sends.submit(queue, request);
     if (outcome instanceof Error) throw outcome;
     return outcome;
   }
 
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {
     if (request.max >= GROUP_BELOW) return (await this.#flushReceives(queue, [request]))[0] as ReceiveResult;
-    return this.#submit(this.#receives, queue, (batch) => this.#flushReceives(queue, batch), request);
+    return this.#receives.submit(queue, request);
   }
 
   async complete(queue: string, lockTokens: readonly string[], now: number): Promise<SettleOutcome[]> {
     const request = { tokens: lockTokens, now };
     if (lockTokens.length >= GROUP_BELOW)
       return (await this.#flushCompletes(queue, [request]))[0] as SettleOutcome[];
-    return this.#submit(this.#completes, queue, (batch) => this.#flushCompletes(queue, batch), request);
-  }
-
-  /** Submits to the queue's group commit, which lives while it has callers so that queues do not accumulate. */
-  #submit<I, O>(
-    groups: Map<string, Grouped<I, O>>,
-    queue: string,
-    flush: (batch: I[]) => Promise<O[]>,
-    item: I,
-  ): Promise<O> {
-    let grouped = groups.get(queue);
-    if (grouped === undefined) {
-      grouped = { commit: new GroupCommit(flush), callers: 0 };
-      groups.set(queue, grouped);
-    }
-    const current = grouped;
-    current.callers++;
-    return current.commit.submit(item).finally(() => {
-      if (--current.callers === 0 && groups.get(queue) === current) groups.delete(queue);
-    });
+    return this.#completes.submit(queue, request);
   }
 
   async #flushSends(queue: string, batch: SendRequest[]): Promise<(SendOutcome[] | Error)[]> {

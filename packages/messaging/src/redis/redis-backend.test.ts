@@ -51,6 +51,57 @@ describe('redis message backend', { skip: suite.skip }, () => {
   const connect = async () => new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}contract:` });
   messageBackendContract('redis', connect, { reopen: connect });
 
+  /** A client of the suite's server that lists the commands the backend sends through it. */
+  const countingClient = () => {
+    const counted = new Redis(url, { lazyConnect: true });
+    const calls: string[] = [];
+    const callBuffer = counted.callBuffer.bind(counted);
+    counted.callBuffer = ((command: string, ...rest: unknown[]) => {
+      calls.push(command);
+      return (callBuffer as (...args: unknown[]) => unknown)(command, ...rest);
+    }) as typeof counted.callBuffer;
+    return { counted, calls };
+  };
+
+  it('sends concurrent small sends to a queue at one time in one script call, each with its own outcome', async () => {
+    const { counted, calls } = countingClient();
+    const backend = new RedisMessageBackend({ client: counted, keyPrefix: `${suite.keyPrefix}group:` });
+    await backend.putQueue('g', settings);
+    await backend.send('g', [msg('warm')], T0);
+    calls.length = 0;
+    const ids = Array.from({ length: 50 }, (_, i) => `m${i}`);
+    const outcomes = await Promise.all([
+      ...ids.map((id) => backend.send('g', [msg(id)], T0 + 1)),
+      backend.send('g', [msg('m3'), msg('pair')], T0 + 1),
+      backend.send('g', [msg('later')], T0 + 2),
+    ]);
+    assert.deepEqual(calls, ['EVALSHA', 'EVALSHA'], 'one call for T0 + 1, one for T0 + 2');
+    const sequences = outcomes.slice(0, 50).map(([outcome]) => outcome?.sequence);
+    assert.deepEqual(
+      sequences,
+      Array.from({ length: 50 }, (_, i) => i + 2),
+      'in call order',
+    );
+    assert.deepEqual(
+      outcomes[50]?.map((o) => [o.id, o.accepted]),
+      [
+        ['m3', false],
+        ['pair', true],
+      ],
+      'a duplicate within the group is refused, the rest of its send kept',
+    );
+    assert.equal(outcomes[51]?.[0]?.accepted, true);
+    const stored = await backend.peek('g', { limit: 100 });
+    assert.equal(stored.length, 53);
+    assert.deepEqual(
+      stored.filter((m) => m.id === 'later').map((m) => m.enqueuedAt),
+      [T0 + 2],
+      'each send keeps its own time',
+    );
+    await backend.close();
+    counted.disconnect();
+  });
+
   it('opens and closes its own connections from a url', async () => {
     const backend = new RedisMessageBackend({ url, keyPrefix: `${suite.keyPrefix}url:` });
     await backend.putQueue('q', settings);
@@ -144,13 +195,7 @@ describe('redis message backend', { skip: suite.skip }, () => {
   });
 
   it("completes a message and receives its session's next one in one script call", async () => {
-    const counted = new Redis(url, { lazyConnect: true });
-    const calls: string[] = [];
-    const callBuffer = counted.callBuffer.bind(counted);
-    counted.callBuffer = ((command: string, ...rest: unknown[]) => {
-      calls.push(command);
-      return (callBuffer as (...args: unknown[]) => unknown)(command, ...rest);
-    }) as typeof counted.callBuffer;
+    const { counted, calls } = countingClient();
     const backend = new RedisMessageBackend({ client: counted, keyPrefix: `${suite.keyPrefix}car:` });
     await backend.putQueue('s', { ...settings, sessions: true });
     const inSession = (id: string) => ({ ...msg(id), sessionId: 'A' });
