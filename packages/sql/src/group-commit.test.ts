@@ -49,6 +49,27 @@ describe('GroupCommit', () => {
   });
 });
 
+describe('GroupCommit, immediate', () => {
+  it('sends a lone item at once and groups those that come while it is in flight', async () => {
+    const batches: number[][] = [];
+    let idle = 0;
+    const commit = new GroupCommit<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      1000,
+      { immediate: true, onIdle: () => idle++ },
+    );
+    const first = commit.submit(1);
+    assert.deepEqual(batches, [[1]], 'flushed before submit returned');
+    const rest = [commit.submit(2), commit.submit(3)];
+    assert.deepEqual(await Promise.all([first, ...rest]), [1, 2, 3]);
+    assert.deepEqual(batches, [[1], [2, 3]]);
+    assert.equal(idle, 1, 'idle once both batches are answered');
+  });
+});
+
 describe('KeyedGroupCommit', () => {
   it('groups calls by key, and forgets a key once its callers are answered', async () => {
     const batches: string[] = [];

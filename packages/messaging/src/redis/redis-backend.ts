@@ -82,11 +82,13 @@ export class RedisMessageBackend implements MessageBackend {
   /**
    * Small sends to a queue at the same `now` that arrive while one is in flight go together in the next script
    * call: 50 concurrent producers cost about one call per round of sends instead of 50 (the script's `now` is
-   * per call, so only sends stamped alike share one).
+   * per call, so only sends stamped alike share one). A lone send goes at once: a microtask's wait costs a
+   * sequential sender about 4 % on a loopback round trip.
    */
   readonly #sends = new KeyedGroupCommit<SendRequest, number[]>(
     (_, batch) => this.#sendTogether(batch),
     SEND_GROUP_MAX,
+    { immediate: true },
   );
 
   constructor(options: RedisMessageBackendOptions) {
@@ -166,6 +168,7 @@ export class RedisMessageBackend implements MessageBackend {
       requests.length === 1 ? (requests[0] as SendRequest).messages : requests.flatMap((r) => r.messages),
     );
     const sequences = (await this.#connection.runOnQueue('send', queue, args)) as number[];
+    if (requests.length === 1) return [sequences];
     let offset = 0;
     return requests.map((request) => {
       const start = offset;
