@@ -1,4 +1,11 @@
-import { assertDuration, type Clock, InvalidOptionsError, type TimerHandle } from '@stratus/core';
+import {
+  assertDuration,
+  type Clock,
+  type Deadline,
+  DeadlineScheduler,
+  InvalidOptionsError,
+  type TimerHandle,
+} from '@stratus/core';
 import { LeaseLostError } from './errors.js';
 import type { LeaseGrant, LeaseStore } from './lease-store.js';
 
@@ -33,7 +40,14 @@ export class LeaseKeeper {
   #controller: AbortController | undefined;
   #endReason: LeaseLossReason | undefined;
   #deadline = 0;
-  #renewTimer: TimerHandle | undefined;
+  // The next renewal, on the clock's shared DeadlineScheduler: a hold costs no timer of its own (a setTimeout and
+  // clearTimeout pair is a tenth of a Redis lock's acquire and release), and the scheduler keeps the process alive
+  // while renewals are due, as a held lease is work in progress.
+  readonly #renewal: Deadline = {
+    deadlineBucket: undefined,
+    deadlineIndex: 0,
+    expire: () => this.#renewDue(),
+  };
   #deadlineTimer: TimerHandle | undefined;
   #renewing: Promise<void> | undefined;
   #ended = false;
@@ -97,19 +111,20 @@ export class LeaseKeeper {
 
   #scheduleRenewal(ms: number): void {
     if (this.#ended) return;
-    // Not unref'd: a held lease is work in progress.
-    this.#renewTimer = this.#options.clock.setTimeout(() => {
-      this.#renewTimer = undefined;
-      // Late (the event loop was blocked): the lease may be another's already.
-      if (this.#options.clock.monotonic() >= this.#deadline) {
-        this.#end('expired');
-        return;
-      }
-      this.#armDeadline();
-      this.#renewing = this.#renew().finally(() => {
-        this.#renewing = undefined;
-      });
-    }, ms);
+    const { clock } = this.#options;
+    DeadlineScheduler.for(clock).add(this.#renewal, clock.monotonic() + ms);
+  }
+
+  #renewDue(): void {
+    // Late (the event loop was blocked): the lease may be another's already.
+    if (this.#options.clock.monotonic() >= this.#deadline) {
+      this.#end('expired');
+      return;
+    }
+    this.#armDeadline();
+    this.#renewing = this.#renew().finally(() => {
+      this.#renewing = undefined;
+    });
   }
 
   async #renew(): Promise<void> {
@@ -141,9 +156,8 @@ export class LeaseKeeper {
     if (this.#ended) return;
     this.#ended = true;
     const { clock } = this.#options;
-    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer);
+    DeadlineScheduler.for(clock).remove(this.#renewal);
     if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
-    this.#renewTimer = undefined;
     this.#deadlineTimer = undefined;
     this.#endReason = reason;
     if (this.#controller !== undefined) this.#abort(reason);

@@ -7,5 +7,6 @@ export * from './errors.js';
 export * from './events.js';
 export * from './ids.js';
 export * from './lanes.js';
+export * from './store-failures.js';
 export * from './validate.js';
 export * from './worker-thread.js';

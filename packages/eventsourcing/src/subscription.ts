@@ -7,6 +7,7 @@ import {
   EventEmitter,
   exponentialBackoff,
   InvalidOptionsError,
+  StoreFailures,
   type StratusEvent,
   type TimerHandle,
   type Unsubscribe,
@@ -16,7 +17,6 @@ import { PoisonEventError } from './errors.js';
 import type { EventStore } from './event-store.js';
 import { MemoryParkedEvents } from './memory/memory-parked-events.js';
 import { Parking, type ParkingEventDetail } from './parking.js';
-import { StoreFailures } from './store-failures.js';
 
 const DEFAULT_BACKOFF = exponentialBackoff({ initialMs: 100, maxMs: 30_000 });
 

@@ -1,8 +1,8 @@
 import {
   assertDuration,
   assertInteger,
-  exponentialBackoff,
   InvalidOptionsError,
+  StoreFailures,
   StratusError,
   sleep,
 } from '@stratus/core';
@@ -35,8 +35,6 @@ interface ReceiveSettings {
   /** Set where the queue, the backend and the options make session batches. */
   readonly sessionBatch: number | undefined;
 }
-
-const RECEIVE_RETRY = exponentialBackoff({ initialMs: 100, maxMs: 5000, jitter: 'equal' });
 
 /** Competing Consumers for one queue in this process. Create through `Messaging.consume`. */
 export class Consumer<T> {
@@ -126,7 +124,7 @@ export class Consumer<T> {
   async #run(): Promise<void> {
     const { messaging, name } = this.queue;
     const unwatch = messaging.backend.watch(name, () => this.#wakeUp.signal());
-    let failures = 0;
+    const failures = new StoreFailures();
     try {
       while (!this.#closing) {
         const window = this.#options.concurrency + this.#options.prefetch;
@@ -155,10 +153,9 @@ export class Consumer<T> {
           } finally {
             this.#reserved -= capacity;
           }
-          failures = 0;
+          failures.succeeded();
         } catch (error) {
-          failures++;
-          const retryInMs = RECEIVE_RETRY.delay(failures, 0);
+          const retryInMs = failures.failed();
           this.#event({ type: 'receive-failed', error, retryInMs });
           await this.#idle(retryInMs, false);
           continue;

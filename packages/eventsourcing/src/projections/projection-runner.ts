@@ -9,6 +9,7 @@ import {
   exponentialBackoff,
   InvalidOptionsError,
   randomId,
+  StoreFailures,
   type StratusEvent,
   type TimerHandle,
   type Unsubscribe,
@@ -17,7 +18,6 @@ import type { ParkedEvent, ParkedSelection, RecordedEvent } from '../backend.js'
 import { PoisonEventError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import { Parking, type ParkingEventDetail } from '../parking.js';
-import { StoreFailures } from '../store-failures.js';
 import type { ProjectionTarget } from './target.js';
 
 /** A materialized view: how to create its tables, and how each event changes them. */

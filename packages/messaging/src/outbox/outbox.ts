@@ -3,9 +3,9 @@ import {
   assertInteger,
   type Clock,
   EventEmitter,
-  exponentialBackoff,
   InvalidOptionsError,
   randomId,
+  StoreFailures,
   StratusError,
   type StratusEvent,
   systemClock,
@@ -246,20 +246,18 @@ export class OutboxRelay {
       this.#signalled = true;
       this.#wake?.();
     });
-    const backoff = exponentialBackoff({ initialMs: 100, maxMs: 5000, jitter: 'equal' });
-    let failures = 0;
+    const failures = new StoreFailures();
     try {
       while (this.#running) {
         this.#signalled = false;
         let waitMs = this.#pollMs;
         try {
           const sent = await this.relayOnce();
-          failures = 0;
+          failures.succeeded();
           if (sent === this.#batchSize) continue;
           if (this.#leaseUntil === 0) waitMs = Math.max(this.#pollMs, this.#leaseMs / 4);
         } catch (error) {
-          failures++;
-          waitMs = backoff.delay(failures, 0);
+          waitMs = failures.failed();
           this.#emit('relay-failed', { error });
         }
         if (!this.#signalled) await this.#sleep(waitMs);

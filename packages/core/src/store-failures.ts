@@ -1,12 +1,12 @@
-import { exponentialBackoff } from '@stratus/core';
+import { exponentialBackoff } from './backoff.js';
 
-/** Store failures are retried after this: from 100 ms, doubling, up to 5 s (as a messaging consumer's receives). */
+/** Store failures are retried after this: from 100 ms, doubling, up to 5 s. */
 const STORE_RETRY = exponentialBackoff({ initialMs: 100, maxMs: 5_000, jitter: 'equal' });
 
 /**
- * What a long-running reader (a subscription, a view runner) does when its store fails (the database restarting, a
- * dropped connection): it counts the failure, reports it, waits out a backoff and tries again, never stopping for
- * it. The count goes back to 0 at the next success, so it tells whether the reader is healthy now.
+ * What a long-running part (a subscription, a view runner, a consumer, an outbox relay) does when its store fails
+ * (the database restarting, a dropped connection): it counts the failure, reports it, waits out a backoff and tries
+ * again, never stopping for it. The count goes back to 0 at the next success, so it tells whether the reader is healthy now.
  */
 export class StoreFailures {
   #count = 0;
