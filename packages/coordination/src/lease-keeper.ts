@@ -87,7 +87,7 @@ export class LeaseKeeper {
 
   /**
    * The deadline's own timer runs only while the lease is at risk: from a renewal's start until one succeeds. Until
-   * then the renewal timer, due well before the deadline, stands in for it, so a short hold costs one timer.
+   * then the renewal, due well before the deadline, stands in for it, so a short hold costs no timer at all.
    */
   #armDeadline(): void {
     if (this.#deadlineTimer !== undefined) return;

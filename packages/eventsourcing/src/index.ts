@@ -14,6 +14,7 @@ export * from './postgres/postgres-event-store.js';
 export * from './process-manager/index.js';
 export * from './projections/document-projection.js';
 export * from './projections/postgres-projection-target.js';
+export * from './projections/projection.js';
 export * from './projections/projection-runner.js';
 export * from './projections/sqlite-projection-target.js';
 export * from './projections/target.js';

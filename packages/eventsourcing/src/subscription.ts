@@ -7,6 +7,7 @@ import {
   EventEmitter,
   exponentialBackoff,
   InvalidOptionsError,
+  type StoreError,
   StoreFailures,
   type StratusEvent,
   type TimerHandle,
@@ -77,14 +78,8 @@ type SubscriptionEventDetail =
       readonly attempt: number;
     }
   | { readonly type: 'checkpointed'; readonly position: number }
-  /** The store failed (a read, a checkpoint, the parked events): tried again in `retryInMs` (0: stopping, not again). */
-  | {
-      readonly type: 'store-error';
-      readonly error: unknown;
-      /** Consecutive failures so far. */
-      readonly attempt: number;
-      readonly retryInMs: number;
-    }
+  /** The store failed (a read, a checkpoint, the parked events). */
+  | StoreError
   | ParkingEventDetail
   | { readonly type: 'stopped'; readonly error: unknown };
 
@@ -290,9 +285,9 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
             saving = Promise.resolve();
             dirty = true;
           }
-          const retryInMs = this.#storeFailures.failed();
-          this.#emit({ type: 'store-error', error, attempt: this.#storeFailures.count, retryInMs });
-          await this.#idle(retryInMs, false);
+          const failure = this.#storeFailures.storeError(error);
+          this.#emit(failure);
+          await this.#idle(failure.retryInMs, false);
         }
       }
       // The last checkpoint on the way out; one that fails only means a replay from the one before.
@@ -300,8 +295,7 @@ export class Subscription<E extends RecordedEvent = RecordedEvent> {
         if (dirty) await save();
         await saving;
       } catch (error) {
-        this.#storeFailures.failed();
-        this.#emit({ type: 'store-error', error, attempt: this.#storeFailures.count, retryInMs: 0 });
+        this.#emit({ ...this.#storeFailures.storeError(error), retryInMs: 0 });
       }
     } catch (error) {
       this.#emit({ type: 'stopped', error });

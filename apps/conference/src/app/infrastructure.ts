@@ -49,8 +49,9 @@ export interface Infrastructure {
   readonly rateLimits: RateLimitStore;
   reader(view: DocumentProjectionDefinition): DocumentReader;
   /**
-   * A runner keeping `view` up to date (single-active across processes through the view's lease); `onChange` hears which documents each batch writes, and 'all' when the view's version starts
-   * serving reads (documents read before that came from no version at all).
+   * A runner keeping `view` up to date (single-active across processes through the view's lease); `onChange` hears
+   * which documents each batch writes, and 'all' when the view's version starts serving reads (documents read before
+   * that came from no version at all).
    */
   runner(view: DocumentProjectionDefinition, onChange: (keys: ViewChange) => void): ProjectionRunner<unknown>;
   /**

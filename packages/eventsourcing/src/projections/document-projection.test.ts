@@ -23,7 +23,8 @@ import {
   sqliteDocumentReader,
 } from './document-projection.js';
 import { PostgresProjectionTarget } from './postgres-projection-target.js';
-import { type Projection, ProjectionRunner } from './projection-runner.js';
+import type { Projection } from './projection.js';
+import { ProjectionRunner } from './projection-runner.js';
 import { SqliteProjectionTarget } from './sqlite-projection-target.js';
 
 interface Cart {

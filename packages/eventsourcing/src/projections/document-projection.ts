@@ -3,7 +3,7 @@ import { assertFunction, InvalidOptionsError } from '@stratus/core';
 import { assertSchemaName, postgresTypes, type SqliteDatabase } from '@stratus/sql';
 import type { Pool, PoolClient } from 'pg';
 import type { RecordedEvent } from '../backend.js';
-import type { Projection } from './projection-runner.js';
+import type { Projection } from './projection.js';
 import { activeVersion, type ProjectionTarget } from './target.js';
 
 /** A document of a view: JSON under (collection, id). */

@@ -5,7 +5,8 @@ import pg from 'pg';
 import { EventStore } from '../event-store.js';
 import { PostgresEventStoreBackend } from '../postgres/postgres-event-store.js';
 import { PostgresProjectionTarget } from './postgres-projection-target.js';
-import { type Projection, ProjectionRunner } from './projection-runner.js';
+import type { Projection } from './projection.js';
+import { ProjectionRunner } from './projection-runner.js';
 import { projectionTargetContract } from './projection-target.contract.js';
 import { activeVersion } from './target.js';
 

@@ -21,7 +21,8 @@ import {
   sqliteCrashView,
 } from './fixtures/crash-view.js';
 import { PostgresProjectionTarget } from './postgres-projection-target.js';
-import { type Projection, ProjectionRunner } from './projection-runner.js';
+import type { Projection } from './projection.js';
+import { ProjectionRunner } from './projection-runner.js';
 import { SqliteProjectionTarget } from './sqlite-projection-target.js';
 import type { ProjectionTarget } from './target.js';
 

@@ -10,7 +10,8 @@ import { VirtualClock, waitUntil } from '@stratus/testkit';
 import type { RecordedEvent } from '../backend.js';
 import { EventStore } from '../event-store.js';
 import { MemoryEventStoreBackend } from '../memory/memory-event-store.js';
-import { ProjectionRunner, type ProjectionRunnerEvent } from './projection-runner.js';
+import type { ProjectionRunnerEvent } from './projection.js';
+import { ProjectionRunner } from './projection-runner.js';
 import type { ProjectionTarget } from './target.js';
 
 export interface ProjectionTargetFixture<Tx> {

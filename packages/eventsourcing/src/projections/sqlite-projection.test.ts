@@ -9,12 +9,8 @@ import type { RecordedEvent } from '../backend.js';
 import { EventStore } from '../event-store.js';
 import { withOutage } from '../fixtures/outage.js';
 import { SqliteEventStoreBackend } from '../sqlite/sqlite-event-store.js';
-import {
-  type Projection,
-  ProjectionRunner,
-  type ProjectionRunnerEvent,
-  removeViewVersion,
-} from './projection-runner.js';
+import type { Projection, ProjectionRunnerEvent } from './projection.js';
+import { ProjectionRunner, removeViewVersion } from './projection-runner.js';
 import { projectionTargetContract } from './projection-target.contract.js';
 import { SqliteProjectionTarget } from './sqlite-projection-target.js';
 import { activeVersion } from './target.js';
