@@ -153,8 +153,11 @@ export class Parking<E extends RecordedEvent> {
           continue;
         }
       }
-      await this.#store.removeParked(this.subscription, [parked.position]);
+      // Released here first, so the count never shows an event the store no longer holds. Should the removal fail,
+      // the next pass finds the store's count above this one, loads the lot again and handles the event again
+      // (at least once, as after a crash).
       this.#release(parked.position);
+      await this.#store.removeParked(this.subscription, [parked.position]);
       this.#options.emit({ type: 'parked-event-handled', position: parked.position });
     }
   }
