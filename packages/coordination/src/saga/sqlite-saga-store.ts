@@ -1,4 +1,4 @@
-import { assertSqliteDatabase, migrateSqlite, type SqliteDatabase } from '@stratus/sql';
+import { assertSqliteDatabase, migrateSqlite, SQLITE_LIMIT, type SqliteDatabase } from '@stratus/sql';
 import {
   checkListQuery,
   checkSagaId,
@@ -83,7 +83,7 @@ export class SqliteSagaStore implements SagaStore {
     const marks = statuses.map(() => '?').join(', ');
     return this.database
       .prepare(
-        `SELECT document FROM coord_sagas WHERE status IN (${marks}) AND saga_id > ? ORDER BY saga_id LIMIT ?`,
+        `SELECT document FROM coord_sagas WHERE status IN (${marks}) AND saga_id > ? ORDER BY saga_id ${SQLITE_LIMIT}`,
       )
       .all<{ document: string }>(...statuses, after ?? '', limit)
       .map((row) => JSON.parse(row.document) as SagaRecord);

@@ -1,5 +1,5 @@
 import { InvalidOptionsError, type Unsubscribe } from '@stratus/core';
-import { fileKey, migrateSqlite, type SqliteDatabase, WatchHub } from '@stratus/sql';
+import { fileKey, migrateSqlite, SQLITE_LIMIT, type SqliteDatabase, WatchHub } from '@stratus/sql';
 import { recoveryCandidate } from './memory-workflow-store.js';
 import {
   type ClaimedStep,
@@ -233,7 +233,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
            WHERE workflow_id IN (
              SELECT workflow_id FROM wf_state
              WHERE status = 'pending' AND available_at <= ? AND definition IN (SELECT value FROM json_each(?))
-             ORDER BY available_at LIMIT ?)
+             ORDER BY available_at ${SQLITE_LIMIT})
            RETURNING *`,
         )
         .all<StateRow>(schedulerId, now, now, now, JSON.stringify(definitions), limit);
@@ -294,11 +294,11 @@ export class SqliteWorkflowStore implements WorkflowStore {
     const rows = this.database
       .prepare(
         `SELECT * FROM (
-           SELECT * FROM wf_state WHERE status = 'processing' AND complete_by < ? LIMIT ?)
+           SELECT * FROM wf_state WHERE status = 'processing' AND complete_by < ? ${SQLITE_LIMIT})
          UNION ALL
          SELECT * FROM (
            SELECT s.* FROM wf_state s JOIN wf_runs r ON r.id = s.workflow_id
-           WHERE s.status = 'error' AND r.status = 'running' LIMIT ?)`,
+           WHERE s.status = 'error' AND r.status = 'running' ${SQLITE_LIMIT})`,
       )
       .all<StateRow>(now, limit, limit);
     return rows.slice(0, limit).map((row) => recoveryCandidate(stateFromRow(row)));

@@ -397,7 +397,8 @@ function findQuery(
   if (slice.before !== undefined) add('id <', slice.before);
   else if (slice.after !== undefined) add('id >', slice.after);
   values.push(slice.limit);
-  const limit = `LIMIT ${placeholder(values.length)}`;
+  // Cast for SQLite, whose planner would otherwise re-prepare the statement on every new limit (see SQLITE_LIMIT).
+  const limit = `LIMIT CAST(${placeholder(values.length)} AS BIGINT)`;
   const condition = where.join(' AND ');
   if (slice.before === undefined)
     return { text: `SELECT doc FROM ${table} WHERE ${condition} ORDER BY id ${limit}`, values };

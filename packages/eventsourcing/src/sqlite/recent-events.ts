@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from '@stratus/sql';
+import { SQLITE_LIMIT, type SqliteDatabase } from '@stratus/sql';
 import type { RecordedEvent } from '../backend.js';
 
 /** An event as stored: its row, decoded once the first reader asks for it. */
@@ -41,7 +41,7 @@ export const EVENT_COLUMNS =
   'position, stream_name, version, id, type, data, metadata, schema_version, recorded_at';
 
 /** The events after a position (first parameter), at most a count of them (second), in order. */
-export const READ_ALL_SQL = `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position > ? ORDER BY position LIMIT ?`;
+export const READ_ALL_SQL = `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position > ? ORDER BY position ${SQLITE_LIMIT}`;
 
 /**
  * The events at the table's end, so that readers following the head (subscriptions, projection runners) get them

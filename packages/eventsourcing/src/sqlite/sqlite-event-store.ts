@@ -5,6 +5,7 @@ import {
   migrateSqlite,
   type OpenSqliteOptions,
   openSqlite,
+  SQLITE_LIMIT,
   type SqliteDatabase,
   WatchHub,
 } from '@stratus/sql';
@@ -105,15 +106,14 @@ const SQL = {
     'INSERT INTO es_streams (name, category, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ' +
     'ON CONFLICT (name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at',
   placeOf: 'SELECT stream_name, version, position FROM es_events WHERE id = ?',
-  readForwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version >= ? ORDER BY version LIMIT ?`,
-  readBackwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version <= ? ORDER BY version DESC LIMIT ?`,
+  readForwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version >= ? ORDER BY version ${SQLITE_LIMIT}`,
+  readBackwards: `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_name = ? AND version <= ? ORDER BY version DESC ${SQLITE_LIMIT}`,
   readAll: READ_ALL_SQL,
   head: 'SELECT coalesce(max(position), 0) AS head FROM es_events',
-  listAll:
-    'SELECT name, category, version, created_at, updated_at FROM es_streams WHERE name > ? ORDER BY name LIMIT ?',
+  listAll: `SELECT name, category, version, created_at, updated_at FROM es_streams WHERE name > ? ORDER BY name ${SQLITE_LIMIT}`,
   listCategory:
     'SELECT name, category, version, created_at, updated_at FROM es_streams ' +
-    'WHERE category = ? AND name > ? ORDER BY name LIMIT ?',
+    `WHERE category = ? AND name > ? ORDER BY name ${SQLITE_LIMIT}`,
   loadCheckpoint: 'SELECT position FROM es_checkpoints WHERE name = ?',
   storeCheckpoint:
     'INSERT INTO es_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
@@ -122,7 +122,7 @@ const SQL = {
     'ON CONFLICT (subscription, position) DO UPDATE SET keys = excluded.keys, reason = excluded.reason, ' +
     'error = excluded.error, attempts = excluded.attempts, parked_at = excluded.parked_at, ' +
     'retry_requested = excluded.retry_requested',
-  listParked: `SELECT ${PARKED_COLUMNS} FROM es_parked WHERE subscription = ? AND position > ? ORDER BY position LIMIT ?`,
+  listParked: `SELECT ${PARKED_COLUMNS} FROM es_parked WHERE subscription = ? AND position > ? ORDER BY position ${SQLITE_LIMIT}`,
   removeParked:
     'DELETE FROM es_parked WHERE subscription = ? AND position IN (SELECT value FROM json_each(?))',
   removeAllParked: 'DELETE FROM es_parked WHERE subscription = ?',

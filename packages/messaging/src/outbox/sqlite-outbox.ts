@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '@stratus/core';
-import { migrateSqlite, type SqliteDatabase } from '@stratus/sql';
+import { migrateSqlite, SQLITE_LIMIT, type SqliteDatabase } from '@stratus/sql';
 import { type Codec, defaultCodec } from '../codec.js';
 import type { MessageToSend } from '../outgoing.js';
 import {
@@ -107,7 +107,7 @@ export class SqliteOutbox implements OutboxStore {
 
   async read(limit: number): Promise<OutboxRecord[]> {
     const rows = this.database
-      .prepare(`SELECT * FROM ${this.#table} ORDER BY sequence LIMIT ?`)
+      .prepare(`SELECT * FROM ${this.#table} ORDER BY sequence ${SQLITE_LIMIT}`)
       .all<Row>(limit);
     return rows.map(toRecord);
   }
@@ -132,7 +132,7 @@ export class SqliteOutbox implements OutboxStore {
 
   async listDead(limit: number): Promise<DeadOutboxRecord[]> {
     const rows = this.database
-      .prepare(`SELECT * FROM ${this.#table}_dead ORDER BY sequence LIMIT ?`)
+      .prepare(`SELECT * FROM ${this.#table}_dead ORDER BY sequence ${SQLITE_LIMIT}`)
       .all<Row & { failed_at: number; error: string }>(limit);
     return rows.map((row) => ({ ...toRecord(row), failedAt: row.failed_at, error: row.error }));
   }

@@ -22,7 +22,7 @@ import { UnknownQueueError } from '../errors.js';
 import { listDeadLetters, purgeDeadLetters, resendDeadLetters } from './dead-letters.js';
 import { abandonNow, completeNow, deadLetterNow, receiveNow, renewNow } from './delivery.js';
 import { BackendClosedError, TooManyQueuesError } from './errors.js';
-import { type SqliteMessageBackendOptions, setUpSqliteBackend } from './options.js';
+import { EAGER, type SqliteMessageBackendOptions, setUpSqliteBackend } from './options.js';
 import { QueueRows } from './queue-rows.js';
 import { earliest, stored } from './rows.js';
 import { MESSAGING_MIGRATIONS } from './schema.js';
@@ -122,7 +122,7 @@ export class SqliteMessageBackend implements MessageBackend {
       rows.sweepIds(now);
       rows.finish(context);
       return outcomes;
-    });
+    }, EAGER);
   }
 
   async receive(queue: string, request: ReceiveRequest): Promise<ReceiveResult> {

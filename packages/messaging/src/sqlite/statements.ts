@@ -2,6 +2,7 @@
  * The SQL of the SQLite message backend, with the row shapes it returns. Every statement is prepared once per
  * connection (SqliteDatabase caches them by text) and takes positional parameters.
  */
+import { SQLITE_LIMIT } from '@stratus/sql';
 import { MAX_PRIORITY, type MessageState } from '../backend.js';
 
 export interface QueueRow {
@@ -148,7 +149,7 @@ export const SQL = {
     'SELECT 1 AS busy FROM stratus_messages WHERE queue = ? AND session = ? ' +
     "AND state IN ('available', 'scheduled', 'locked') AND sequence < ? LIMIT 1",
   /** The waiting messages right behind a session's head, for a receive that locks them with it. */
-  followers: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND session = ? AND state = 'waiting' ORDER BY sequence LIMIT ?`,
+  followers: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND session = ? AND state = 'waiting' ORDER BY sequence ${SQLITE_LIMIT}`,
   releaseFollowers:
     "UPDATE stratus_messages SET state = 'waiting', rank = NULL, due_at = NULL, lock_token = NULL " +
     "WHERE queue = ? AND session = ? AND state = 'locked' AND sequence > ?",
@@ -187,7 +188,7 @@ export const SQL = {
   expiredSessionLocks:
     'SELECT sequence, lock_token, due_at, delivery_count, priority, session FROM stratus_messages ' +
     "WHERE queue = ? AND state = 'locked' AND due_at <= ? AND session IS NOT NULL ORDER BY sequence",
-  pick: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND state = 'available' ORDER BY rank, sequence LIMIT ?`,
+  pick: `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages WHERE queue = ? AND state = 'available' ORDER BY rank, sequence ${SQLITE_LIMIT}`,
   lock:
     "UPDATE stratus_messages SET state = 'locked', delivery_count = delivery_count + 1, lock_token = ?, " +
     'due_at = ? WHERE sequence = ?',
@@ -207,10 +208,10 @@ export const SQL = {
 
   peek:
     `SELECT ${MESSAGE_COLUMNS} FROM stratus_messages ` +
-    'WHERE sequence > ? AND sequence <= ? AND dead_at IS NULL ORDER BY sequence LIMIT ?',
+    `WHERE sequence > ? AND sequence <= ? AND dead_at IS NULL ORDER BY sequence ${SQLITE_LIMIT}`,
   deadLetters:
     `SELECT ${MESSAGE_COLUMNS}, holds_session FROM stratus_messages ` +
-    'WHERE queue = ? AND dead_at IS NOT NULL AND sequence > ? ORDER BY sequence LIMIT ?',
+    `WHERE queue = ? AND dead_at IS NOT NULL AND sequence > ? ORDER BY sequence ${SQLITE_LIMIT}`,
   deadLetter:
     'SELECT sequence, priority, session FROM stratus_messages ' +
     'WHERE queue = ? AND sequence = ? AND dead_at IS NOT NULL',

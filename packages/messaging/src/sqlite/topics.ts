@@ -9,6 +9,7 @@ import type {
 } from '../backend.js';
 import { UnknownTopicError } from '../errors.js';
 import { subscriptionMatches } from '../routing.js';
+import { EAGER } from './options.js';
 import type { QueueContext, QueueRows } from './queue-rows.js';
 import { retainedMessage } from './rows.js';
 import { type RetainedRow, SQL, type SubscriptionRow } from './statements.js';
@@ -104,7 +105,7 @@ export class SqliteTopics {
       rows.sweepIds(now);
       for (const context of contexts.values()) rows.finish(context);
       return outcomes;
-    });
+    }, EAGER);
   }
 
   /** Every subscription, parsed once per change (publish reads them all each time). */

@@ -215,7 +215,8 @@ const EAGER_RETRY_MS = 2;
       });
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
-        setImmediate(() => this.#flush());
+        if (options?.eager === true) queueMicrotask(() => this.#flush());
+        else setImmediate(() => this.#flush());
       }
     });
   }

@@ -57,7 +57,8 @@ export interface SqliteDatabase {
    * each turn of the event loop for 2 ms, then every millisecond, up to `busyTimeoutMs`, then rejects with the
    * driver's SQLITE_BUSY error. Polling often also keeps a busy writer in another process from starving this one.
    * Inside an open transaction it joins it. With `groupCommit` it waits for the end of the event loop's turn
-   * instead (see OpenSqliteOptions), unless `immediate`: then it commits alone, at once when the lock is free.
+   * instead (see OpenSqliteOptions), or only for the end of the current microtasks when `eager`, unless
+   * `immediate`: then it commits alone, at once when the lock is free.
    */
   transactionAsync<T>(fn: () => T, options?: TransactionAsyncOptions): Promise<T>;
   /** How long a write waits for another connection's lock (the connection's `PRAGMA busy_timeout`). */
@@ -76,6 +77,14 @@ export interface SqliteDatabase {
   readonly isOpen: boolean;
 }
 
+/**
+ * `LIMIT` with a bound row count, for SQLite statements. With a plain `LIMIT ?`, SQLite builds with STAT4 (as
+ * better-sqlite3's is) let the planner read the bound value, so each new binding expires the statement and its
+ * next run prepares it again: a one-row index seek measured 9.4 µs that way against 1.5 µs with this form. The
+ * CAST hides the value from the planner; the plan is the same.
+ */
+export const SQLITE_LIMIT = 'LIMIT CAST(? AS INTEGER)';
+
 /** True for the paths SQLite opens as an in-memory database, which no other connection can see. */
 export function isMemoryPath(path: string): boolean {
   return (
@@ -89,6 +98,15 @@ export interface TransactionAsyncOptions {
    * step waits for this commit, a commit of its own costs less than waiting for the end of a busy turn.
    */
   readonly immediate?: boolean;
+  /**
+   * With group commit, start the group once the running code and its microtasks are done rather than at the end
+   * of the event loop's turn (a group already waiting for the turn's end is joined). Callers that await together,
+   * as concurrent producers do, still commit together; a lone caller awaiting each write in turn no longer waits
+   * a turn for each: back-to-back single sends ran 11 % faster (14.9 k → 16.6 k/s) and 50 concurrent producers as
+   * fast (32.7 k → 33.5 k/s). The price: writes that arrive from separate callbacks of one turn (network requests)
+   * commit separately.
+   */
+  readonly eager?: boolean;
 }
 
 /** Checks that an adapter was given a database opened with openSqlite (or wrapped with wrapSqlite). */

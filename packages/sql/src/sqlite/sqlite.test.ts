@@ -302,6 +302,41 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
       }
     });
 
+    it('with groupCommit, commits eager transactionAsync calls made together once their microtasks are done', async () => {
+      const { db, other, insert, close } = groupCommitPair(driver);
+      try {
+        let turnEnded = false;
+        setImmediate(() => {
+          turnEnded = true;
+        });
+        const seen: number[] = [];
+        const together = [
+          db.transactionAsync(() => insert('a'), { eager: true }),
+          db.transactionAsync(
+            () => {
+              // The same transaction as a: this connection sees it, the other does not yet.
+              seen.push(count(db) ?? -1, count(other) ?? -1);
+              return insert('b').changes;
+            },
+            { eager: true },
+          ),
+        ];
+        assert.equal(count(db), 0, 'nothing runs while the code that made the calls runs');
+        await Promise.all(together);
+        assert.equal(turnEnded, false, 'committed before the turn ended');
+        assert.deepEqual(seen, [1, 0]);
+        assert.equal(count(other), 2);
+        // A group already waiting for the end of the turn is joined, not committed early.
+        const grouped = db.transactionAsync(() => insert('c'));
+        const eager = db.transactionAsync(() => insert('d'), { eager: true });
+        await Promise.resolve();
+        assert.equal(count(other), 2, 'the eager call waits with the group');
+        await Promise.all([grouped, eager]);
+        assert.equal(count(other), 4);
+      } finally {
+        close();
+      }
+    });
     it('with a thread lock, waits for another thread’s transaction to end instead of asking SQLite again and again', async () => {
       const threadLock = sqliteThreadLock();
       const word = new Int32Array(threadLock);
