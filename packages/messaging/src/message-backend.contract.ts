@@ -166,6 +166,26 @@ export function messageBackendContract(
         assert.equal(m.expiresAt, undefined);
       });
 
+      it('keeps the bodies of one send apart, empty ones included', async () => {
+        const queue = await newQueue();
+        const bodies = [
+          Uint8Array.from({ length: 256 }, (_, i) => 255 - i),
+          new Uint8Array(0),
+          Uint8Array.from([0, 1, 2]),
+          new Uint8Array(0),
+        ];
+        await backend.send(
+          queue,
+          bodies.map((body, i) => ({ id: `b-${i}`, body })),
+          T0,
+        );
+        const received = (await backend.receive(queue, { max: 10, lockMs: LOCK, now: T0 })).messages;
+        assert.deepEqual(
+          received.map((m) => [m.id, [...new Uint8Array(m.body)]]),
+          bodies.map((body, i) => [`b-${i}`, [...body]]),
+        );
+      });
+
       it('leaves absent optional properties absent', async () => {
         const queue = await newQueue();
         await backend.send(queue, [msg('plain')], T0);

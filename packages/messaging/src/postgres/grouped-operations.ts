@@ -106,6 +106,8 @@ export class GroupedOperations {
         columns.sessionIds,
         columns.availableAts,
         columns.expiresAts,
+        columns.bodyStarts,
+        columns.bodyLengths,
       ],
       queue,
     );

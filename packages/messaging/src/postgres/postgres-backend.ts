@@ -315,6 +315,8 @@ export class PostgresMessageBackend implements MessageBackend {
         columns.availableAts,
         columns.expiresAts,
         now,
+        columns.bodyStarts,
+        columns.bodyLengths,
       ]);
     } catch (error) {
       if (sqlState(error) === UNKNOWN_TOPIC_SQLSTATE) throw new UnknownTopicError(topic);

@@ -59,11 +59,24 @@ export interface QueueRow {
   on_session_dead_letter: QueueSettings['onSessionDeadLetter'];
 }
 
-/** The messages as parallel arrays, one per column. */
+/**
+ * The messages as parallel arrays, one per column; the bodies as one buffer with each one's start (1-based) and
+ * length (see byteaArray in statements.ts).
+ */
 export function messageColumns(messages: readonly OutgoingMessage[]) {
+  const bodyStarts: number[] = [];
+  const bodyLengths: number[] = [];
+  let start = 1;
+  for (const { body } of messages) {
+    bodyStarts.push(start);
+    bodyLengths.push(body.byteLength);
+    start += body.byteLength;
+  }
   return {
     ids: messages.map((m) => m.id),
-    bodies: messages.map((m) => m.body),
+    bodies: Buffer.concat(messages.map((m) => m.body)),
+    bodyStarts,
+    bodyLengths,
     props: messages.map(propsJson),
     priorities: messages.map((m) => m.priority ?? null),
     sessionIds: messages.map((m) => m.sessionId ?? null),
