@@ -1,7 +1,8 @@
 /**
  * Wake-ups for `MessageBackend.watch` on SQLite, which has no notification channel between processes:
- * - in this process, a commit wakes the watchers of every backend open on the same file at once, in every thread
- *   (worker threads hear it over a BroadcastChannel, posted once per turn with every queue the turn woke);
+ * - in this process, a commit wakes the watchers of every backend open on the same file at once, in this thread,
+ *   and other threads hear it over a BroadcastChannel: the first wake-up at once (at the end of the turn), then at
+ *   most one post per THREAD_POST_MS with every queue woken meanwhile;
  * - from other processes, each backend with watchers polls `PRAGMA data_version` (it changes when another
  *   connection commits; reading it touches no page, so a poll costs about a microsecond). Only on a change
  *   does it read the signal of each watched queue (a counter bumped by abandons, resends and session hand-overs, and
@@ -28,8 +29,15 @@ interface ThreadWakeUps {
 
 /** The other threads of this process; each has its own `hubsByFile`. Opened on first use, never keeps it alive. */
 let threads: BroadcastChannel | undefined;
-/** Queues woken this turn, by file, for the other threads. */
+/** Queues woken since the last post to the other threads, by file. */
 let outgoing: Map<string, Set<string>> | undefined;
+/**
+ * The shortest time between two posts to the other threads. A post costs this thread about 3 µs (a twentieth of a
+ * single SQLite send); a back-to-back sender would otherwise post on every send for watchers that are busy anyway.
+ */
+const THREAD_POST_MS = 1;
+/** When the next post may go (performance.now()). */
+let nextPostAt = 0;
 
 function threadChannel(): BroadcastChannel {
   if (threads === undefined) {
@@ -44,16 +52,22 @@ function threadChannel(): BroadcastChannel {
   return threads;
 }
 
+function postToOtherThreads(): void {
+  const woken = outgoing;
+  outgoing = undefined;
+  if (woken === undefined) return;
+  nextPostAt = performance.now() + THREAD_POST_MS;
+  const channel = threadChannel();
+  for (const [file, queues] of woken)
+    channel.postMessage({ file, queues: [...queues] } satisfies ThreadWakeUps);
+}
+
 function tellOtherThreads(file: string, queue: string): void {
   if (outgoing === undefined) {
-    const woken = new Map<string, Set<string>>();
-    outgoing = woken;
-    queueMicrotask(() => {
-      outgoing = undefined;
-      const channel = threadChannel();
-      for (const [file, queues] of woken)
-        channel.postMessage({ file, queues: [...queues] } satisfies ThreadWakeUps);
-    });
+    outgoing = new Map();
+    const wait = nextPostAt - performance.now();
+    if (wait <= 0) queueMicrotask(postToOtherThreads);
+    else setTimeout(postToOtherThreads, wait);
   }
   let queues = outgoing.get(file);
   if (queues === undefined) {
