@@ -125,6 +125,35 @@ describe('PostgresMessageBackend', { skip: suite.skip }, () => {
       assert.deepEqual(await (starting[3] as PostgresMessageBackend).listQueues(), ['after-migration']);
     });
 
+    it('plans the statements of every function it calls once per connection, fresh or upgraded from version 4', async () => {
+      const settingsOf = async (schema: string) =>
+        (
+          await admin.query<{ name: string; config: string[] }>(
+            `SELECT p.oid::regprocedure::text AS name, p.proconfig AS config FROM pg_proc p
+             WHERE p.pronamespace = $1::regnamespace AND 'enable_seqscan=off' = ANY (p.proconfig)`,
+            [schema],
+          )
+        ).rows;
+      await open('generic_fresh').migrate();
+      // Version 4 as the previous release made it: its functions without the setting.
+      const version4 = migrations('generic_upgraded')
+        .slice(0, 4)
+        .map((sql) => sql.replaceAll(' SET plan_cache_mode = force_generic_plan', ''));
+      await migratePostgres(admin, 'generic_upgraded', 'messaging', version4);
+      assert.ok(
+        (await settingsOf('generic_upgraded')).every(
+          (f) => !f.config.includes('plan_cache_mode=force_generic_plan'),
+        ),
+        'version 4 had no such setting',
+      );
+      await open('generic_upgraded').migrate();
+      for (const schema of ['generic_fresh', 'generic_upgraded']) {
+        const functions = await settingsOf(schema);
+        assert.ok(functions.length >= 10, `${schema}: the backend's functions`);
+        for (const f of functions) assert.ok(f.config.includes('plan_cache_mode=force_generic_plan'), f.name);
+      }
+    });
+
     it('adopts the version an earlier release kept in its migrations table', async () => {
       await open('legacy_migrations').migrate();
       await admin.query('DROP TABLE legacy_migrations.stratus_schema');

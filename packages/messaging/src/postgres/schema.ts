@@ -1,5 +1,6 @@
 import { advisoryKey } from '@stratus/sql';
 import { DEAD_LETTER_EXPIRED, DEAD_LETTER_MAX_DELIVERIES } from '../backend.js';
+import { genericPlansMigration } from './generic-plans-migration.js';
 import {
   advanceSessionsFunction,
   enqueueFunction,
@@ -777,5 +778,6 @@ export function migrations(schema: string): readonly string[] {
     sessionBatchesMigration(schema),
     asyncReceiveMigration(schema),
     sessionHoldMigration(schema),
+    genericPlansMigration(schema),
   ];
 }
