@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { UnknownQueueError } from '../errors.js';
 import type { Argument } from './encoding.js';
+import { functionName, LIBRARY } from './library.js';
 import type { RedisBackendSetup } from './options.js';
 import { SCRIPTS, type ScriptName } from './scripts.js';
 
@@ -20,11 +21,20 @@ const scripts = Object.fromEntries(
   Object.entries(SCRIPTS).map(([name, lua]) => [name, new Script(lua)]),
 ) as Record<ScriptName, Script>;
 
+/**
+ * Whether the scripts run as functions of the library (FCALL): not yet known until the first call tries to load
+ * it; 'unavailable' on servers without functions (before Redis 7) or where FUNCTION is not allowed, which run
+ * them by EVALSHA.
+ */
+type LibraryState = 'unknown' | 'loaded' | 'unavailable';
+
 export class RedisConnection {
   readonly keyPrefix: string;
   readonly #url: string | undefined;
   #client: Redis | undefined;
   #connecting: Promise<Redis> | undefined;
+  #library: LibraryState = 'unknown';
+  #loading: Promise<LibraryState> | undefined;
 
   constructor(setup: RedisBackendSetup) {
     this.#client = setup.client;
@@ -66,9 +76,14 @@ export class RedisConnection {
 
   async run(name: ScriptName, keys: string[], args: Argument[], queue?: string): Promise<Reply> {
     const client = await this.client();
-    const script = scripts[name];
     const tail: Argument[] = [String(keys.length), ...keys, ...args];
     try {
+      if (this.#library !== 'unavailable') {
+        if (this.#library === 'unknown') await this.#load(client);
+        const reply = await this.#callFunction(client, name, tail);
+        if (reply !== undefined) return reply;
+      }
+      const script = scripts[name];
       try {
         return (await client.callBuffer('EVALSHA', [script.sha, ...tail])) as Reply;
       } catch (error) {
@@ -80,6 +95,38 @@ export class RedisConnection {
         throw new UnknownQueueError(queue);
       throw error;
     }
+  }
+
+  /** FCALL, loading the library again when the server lost it (FUNCTION FLUSH, a restart without persistence). */
+  async #callFunction(client: Redis, name: ScriptName, tail: Argument[]): Promise<Reply | undefined> {
+    if (this.#library !== 'loaded') return undefined;
+    const call = () => client.callBuffer('FCALL', [functionName(name), ...tail]) as Promise<Reply>;
+    try {
+      return await call();
+    } catch (error) {
+      if (!isScriptError(error, 'Function not found')) throw error;
+      this.#library = 'unknown';
+      return (await this.#load(client)) === 'loaded' ? await call() : undefined;
+    }
+  }
+
+  /** Loads the library once for concurrent callers; a failure other than "not supported" is retried next call. */
+  async #load(client: Redis): Promise<LibraryState> {
+    this.#loading ??= (async (): Promise<LibraryState> => {
+      try {
+        await client.call('FUNCTION', 'LOAD', LIBRARY);
+        this.#library = 'loaded';
+      } catch (error) {
+        if (isScriptError(error, 'already exists')) this.#library = 'loaded';
+        else if (isScriptError(error, 'unknown command') || isScriptError(error, 'NOPERM'))
+          this.#library = 'unavailable';
+        else throw error;
+      } finally {
+        this.#loading = undefined;
+      }
+      return this.#library;
+    })();
+    return this.#loading;
   }
 
   /** Closes the client if the backend opened it (from a URL). */

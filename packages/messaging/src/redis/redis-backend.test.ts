@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { InvalidOptionsError } from '@stratus/core';
 import { findRedisServer, freePort, redisForSuite, waitUntil } from '@stratus/testkit';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import {
   completeAndReceive,
   type MessageBackend,
@@ -21,7 +21,9 @@ import { MemoryMessageBackend } from '../memory/memory-backend.js';
 import { messageBackendContract } from '../message-backend.contract.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../options.js';
 import { subscriptionMatches } from '../routing.js';
+import { LIBRARY_NAME } from './library.js';
 import { RedisMessageBackend } from './redis-backend.js';
+import { SHARED_PARTS } from './scripts.js';
 
 const suite = await redisForSuite('messaging-redis');
 
@@ -52,8 +54,8 @@ describe('redis message backend', { skip: suite.skip }, () => {
   messageBackendContract('redis', connect, { reopen: connect });
 
   /** A client of the suite's server that lists the commands the backend sends through it. */
-  const countingClient = () => {
-    const counted = new Redis(url, { lazyConnect: true });
+  const countingClient = (options: RedisOptions = {}) => {
+    const counted = new Redis(url, { lazyConnect: true, ...options });
     const calls: string[] = [];
     const callBuffer = counted.callBuffer.bind(counted);
     counted.callBuffer = ((command: string, ...rest: unknown[]) => {
@@ -78,7 +80,7 @@ describe('redis message backend', { skip: suite.skip }, () => {
     ]);
     // The first send of T0 + 1 finds nothing in flight and goes at once, the other 50 of T0 + 1 go together after
     // it, and T0 + 2 goes on its own.
-    assert.deepEqual(calls, ['EVALSHA', 'EVALSHA', 'EVALSHA']);
+    assert.deepEqual(calls, ['FCALL', 'FCALL', 'FCALL']);
     const sequences = outcomes.slice(0, 50).map(([outcome]) => outcome?.sequence as number);
     assert.ok(
       sequences.every((sequence, i) => i === 0 || sequence > (sequences[i - 1] as number)),
@@ -180,18 +182,47 @@ describe('redis message backend', { skip: suite.skip }, () => {
     }
   });
 
-  it('reloads its scripts after SCRIPT FLUSH', async () => {
-    const backend = new RedisMessageBackend({ client, keyPrefix: `${suite.keyPrefix}flush:` });
+  const receivedIds = async (backend: RedisMessageBackend, queue: string) =>
+    (await backend.receive(queue, { max: 10, lockMs: 1000, now: T0 })).messages.map((m) => m.id);
+
+  it('runs its scripts as functions of one library, loaded again when the server lost it', async (t) => {
+    const { counted, calls } = countingClient();
+    t.after(() => counted.disconnect());
+    const backend = new RedisMessageBackend({ client: counted, keyPrefix: `${suite.keyPrefix}functions:` });
+    await backend.putQueue('q', settings);
+    await backend.send('q', [msg('a')], T0);
+    const loaded = (await client.call('FUNCTION', 'LIST', 'LIBRARYNAME', LIBRARY_NAME)) as unknown[];
+    assert.equal(loaded.length, 1, 'the library is loaded');
+    await client.call('FUNCTION', 'DELETE', LIBRARY_NAME);
+    calls.length = 0;
+    await backend.send('q', [msg('b')], T0);
+    assert.deepEqual(calls, ['FCALL', 'FCALL'], 'function not found, loaded, called again');
+    assert.deepEqual(await receivedIds(backend, 'q'), ['a', 'b']);
+  });
+
+  it('keeps no state between calls in the library: its shared parts make no table at the top level', () => {
+    const tables = SHARED_PARTS.flatMap((part) => part.split('\n')).filter((line) =>
+      /^local [^(]*=\s*\{/.test(line),
+    );
+    assert.deepEqual(tables, []);
+  });
+
+  it('runs its scripts by EVALSHA where it may not load functions, and reloads them after SCRIPT FLUSH', async (t) => {
+    const user = `${suite.keyPrefix}no-functions`;
+    await client.call('ACL', 'SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-function');
+    const { counted: limited, calls } = countingClient({ username: user, password: 'unused' });
+    t.after(async () => {
+      limited.disconnect();
+      await client.call('ACL', 'DELUSER', user);
+    });
+    const backend = new RedisMessageBackend({ client: limited, keyPrefix: `${suite.keyPrefix}flush:` });
     await backend.putQueue('q', settings);
     await backend.send('q', [msg('a')], T0);
     await client.script('FLUSH');
+    calls.length = 0;
     await backend.send('q', [msg('b')], T0);
-    const { messages } = await backend.receive('q', { max: 10, lockMs: 1000, now: T0 });
-    assert.deepEqual(
-      messages.map((m) => m.id),
-      ['a', 'b'],
-    );
-    await backend.close();
+    assert.deepEqual(calls, ['EVALSHA', 'EVAL'], 'NOSCRIPT, then the script itself');
+    assert.deepEqual(await receivedIds(backend, 'q'), ['a', 'b']);
   });
 
   it("completes a message and receives its session's next one in one script call", async () => {
@@ -202,11 +233,10 @@ describe('redis message backend', { skip: suite.skip }, () => {
     await backend.send('s', [inSession('a1'), inSession('a2'), inSession('a3')], T0);
     const [a1] = (await backend.receive('s', { max: 5, lockMs: 1000, now: T0 })).messages;
     const request = { max: 5, lockMs: 1000, now: T0 + 1 };
-    // The first call loads the script (EVALSHA, NOSCRIPT, EVAL); the next is one EVALSHA.
     const [a2] = (await completeAndReceive(backend, 's', a1?.lockToken as string, request)).received.messages;
     calls.length = 0;
     const next = await completeAndReceive(backend, 's', a2?.lockToken as string, request);
-    assert.deepEqual(calls, ['EVALSHA']);
+    assert.deepEqual(calls, ['FCALL']);
     assert.equal(next.outcome, 'ok');
     assert.deepEqual(
       next.received.messages.map((m) => [m.id, m.deliveryCount]),

@@ -262,10 +262,12 @@ local function resume(q, sid, now)
 end
 
 -- The messages locked behind seq in its session go back to waiting, their locks lost, and seq itself too when
--- itself is true (a follower whose lock is gone). The caller has not taken them out of k.
-local released = {}
+-- itself is true (a follower whose lock is gone). The caller has not taken them out of k. They are marked in
+-- q.released (per call: a function library keeps its top-level values from one call to the next).
 local function back_to_waiting(q, seq, r, itself)
   if r[HAS_SESSION] == 0 then return end
+  local released = q.released or {}
+  q.released = released
   local sid = r[SESSION]
   local behind = q.base .. 'f'
   local function wait(member, fseq, fr)
@@ -674,7 +676,7 @@ local function receive_messages(q, now, max, lock_ms, nonce, batch)
     end
   end)
   sweep('k', function(seq, r)
-    if released[seq] then return end
+    if q.released and q.released[seq] then return end
     -- Locked behind its session's head: back to waiting, with the ones behind it. A head takes them with it.
     if r[HAS_SESSION] == 1 and redis.call('HGET', q.base .. 'h', r[SESSION]) ~= seq then
       back_to_waiting(q, seq, r, true)
@@ -1110,26 +1112,43 @@ prune_retained(prefix, topic, fmt(now - retention))
 return delivered
 `;
 
-export const SCRIPTS = {
-  putQueue: PUT_QUEUE,
-  deleteQueue: DELETE_QUEUE,
-  send: CORE + SEND,
-  receive: CORE + BLOB_READ + RECEIVING + RECEIVE,
-  renew: CORE + RENEW,
-  complete: CORE + BLOB_DROP + COMPLETING + COMPLETE,
-  completeAndReceive: CORE + BLOB_DROP + BLOB_READ + COMPLETING + RECEIVING + COMPLETE_AND_RECEIVE,
-  abandon: CORE + ABANDON,
-  deadLetter: CORE + DEAD_LETTER,
-  peek: CORE + BLOB_READ + PEEK,
-  stats: CORE + STATS,
-  listDeadLetters: CORE + BLOB_READ + LIST_DEAD_LETTERS,
-  resendDeadLetters: CORE + RESEND_DEAD_LETTERS,
-  purgeDeadLetters: CORE + BLOB_DROP + PURGE_DEAD_LETTERS,
-  getSessionState: CORE + GET_SESSION_STATE,
-  setSessionState: CORE + SET_SESSION_STATE,
-  deleteTopic: CORE + ROUTING + DELETE_TOPIC,
-  subscribe: CORE + ROUTING + SUBSCRIBE,
-  publish: CORE + ROUTING + PUBLISH,
-} as const;
+/** Each script: the shared parts it uses, in order, then its own code (run as the body of a function). */
+const DEFINITIONS = {
+  putQueue: [[], PUT_QUEUE],
+  deleteQueue: [[], DELETE_QUEUE],
+  send: [[CORE], SEND],
+  receive: [[CORE, BLOB_READ, RECEIVING], RECEIVE],
+  renew: [[CORE], RENEW],
+  complete: [[CORE, BLOB_DROP, COMPLETING], COMPLETE],
+  completeAndReceive: [[CORE, BLOB_DROP, BLOB_READ, COMPLETING, RECEIVING], COMPLETE_AND_RECEIVE],
+  abandon: [[CORE], ABANDON],
+  deadLetter: [[CORE], DEAD_LETTER],
+  peek: [[CORE, BLOB_READ], PEEK],
+  stats: [[CORE], STATS],
+  listDeadLetters: [[CORE, BLOB_READ], LIST_DEAD_LETTERS],
+  resendDeadLetters: [[CORE], RESEND_DEAD_LETTERS],
+  purgeDeadLetters: [[CORE, BLOB_DROP], PURGE_DEAD_LETTERS],
+  getSessionState: [[CORE], GET_SESSION_STATE],
+  setSessionState: [[CORE], SET_SESSION_STATE],
+  deleteTopic: [[CORE, ROUTING], DELETE_TOPIC],
+  subscribe: [[CORE, ROUTING], SUBSCRIBE],
+  publish: [[CORE, ROUTING], PUBLISH],
+} as const satisfies Record<string, readonly [readonly string[], string]>;
 
-export type ScriptName = keyof typeof SCRIPTS;
+export type ScriptName = keyof typeof DEFINITIONS;
+
+const names = Object.keys(DEFINITIONS) as ScriptName[];
+
+/** Each script whole, for EVAL: its parts, then its code. */
+export const SCRIPTS = Object.fromEntries(
+  names.map((name) => [name, DEFINITIONS[name][0].join('') + DEFINITIONS[name][1]]),
+) as Record<ScriptName, string>;
+
+/** Each script's own code, without the shared parts (the function library defines those once). */
+export const SCRIPT_BODIES = Object.fromEntries(names.map((name) => [name, DEFINITIONS[name][1]])) as Record<
+  ScriptName,
+  string
+>;
+
+/** Every shared part once, each after the parts it uses: the top of the function library. */
+export const SHARED_PARTS = [CORE, BLOB_DROP, BLOB_READ, COMPLETING, RECEIVING, ROUTING] as const;
