@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { UnknownQueueError } from '../errors.js';
 import type { Argument } from './encoding.js';
-import { functionName, LIBRARY } from './library.js';
+import { FUNCTION_NAMES, LIBRARY } from './library.js';
 import type { RedisBackendSetup } from './options.js';
 import { SCRIPTS, type ScriptName } from './scripts.js';
 
@@ -100,7 +100,7 @@ export class RedisConnection {
   /** FCALL, loading the library again when the server lost it (FUNCTION FLUSH, a restart without persistence). */
   async #callFunction(client: Redis, name: ScriptName, tail: Argument[]): Promise<Reply | undefined> {
     if (this.#library !== 'loaded') return undefined;
-    const call = () => client.callBuffer('FCALL', [functionName(name), ...tail]) as Promise<Reply>;
+    const call = () => client.callBuffer('FCALL', [FUNCTION_NAMES[name], ...tail]) as Promise<Reply>;
     try {
       return await call();
     } catch (error) {

@@ -15,9 +15,10 @@ const hash = createHash('sha1')
  */
 export const LIBRARY_NAME = `stratus_messaging_${hash}`;
 
-export function functionName(name: ScriptName): string {
-  return `${LIBRARY_NAME}_${name}`;
-}
+/** Each script's function in the library (made once: FCALL names one on every call). */
+export const FUNCTION_NAMES = Object.fromEntries(
+  bodies.map(([name]) => [name, `${LIBRARY_NAME}_${name}`]),
+) as Record<ScriptName, string>;
 
 /**
  * Each script as a function of one library. EVAL runs a script's shared parts again on every call, making their
@@ -31,6 +32,6 @@ export const LIBRARY = [
   ...SHARED_PARTS,
   ...bodies.map(
     ([name, body]) =>
-      `redis.register_function('${functionName(name)}', function(keys, args)\nKEYS, ARGV = keys, args\n${body}\nend)`,
+      `redis.register_function('${FUNCTION_NAMES[name]}', function(keys, args)\nKEYS, ARGV = keys, args\n${body}\nend)`,
   ),
 ].join('\n');

@@ -337,6 +337,7 @@ for (const driver of ['node:sqlite', 'better-sqlite3'] as const satisfies Sqlite
         close();
       }
     });
+
     it('with a thread lock, waits for another thread’s transaction to end instead of asking SQLite again and again', async () => {
       const threadLock = sqliteThreadLock();
       const word = new Int32Array(threadLock);
