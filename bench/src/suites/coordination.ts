@@ -10,6 +10,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CaseResult, PreparedSelfTimedSuite, SelfTimedOptions, SelfTimedSuite } from '../harness.js';
 import { acquireRedis, type RedisTarget } from '../redis.js';
+import { measureRedisFloors, REDIS_FLOORS, type RedisFloors } from '../redis-floors.js';
 import {
   type CoordinationCase,
   type CoordinationScale,
@@ -211,11 +212,14 @@ export async function prepareCoordination(
     server === 'sqlite' || (server === 'postgres' ? postgres !== undefined : redis.skip === false);
 
   // A durable commit and a round trip on the same servers, to read the workflow and lock figures against.
-  const floors = async (when: string): Promise<Floors | undefined> => {
+  const floors = async (when: string): Promise<(Floors & { redis?: RedisFloors }) | undefined> => {
     if (overrides.floors === false) return undefined;
     const url =
       postgres === undefined ? undefined : await postgres.database(`bench_coord_floor_${process.pid}`);
-    const measured = await measureFloors(url, sqliteDir);
+    const measured = {
+      ...(await measureFloors(url, sqliteDir)),
+      ...(redis.skip === false ? { redis: await measureRedisFloors(redis.url, 'owner') } : {}),
+    };
     options.log(`floors ${when}: ${JSON.stringify(measured)}`);
     return measured;
   };
@@ -275,7 +279,8 @@ export async function prepareCoordination(
         floors: {
           what:
             "the eventstore suite's floors on the same servers, without Stratus: PostgreSQL SELECT 1, one-row " +
-            'INSERT commits (durable), 100-row INSERT commits; SQLite one-row transactions (WAL, synchronous NORMAL)',
+            'INSERT commits (durable), 100-row INSERT commits; SQLite one-row transactions (WAL, synchronous ' +
+            `NORMAL); redis: ${REDIS_FLOORS}`,
           atStart: floorsAtStart,
           atEnd: floorsAtEnd,
         },

@@ -10,6 +10,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CaseResult, PreparedSelfTimedSuite, SelfTimedOptions, SelfTimedSuite } from '../harness.js';
 import { acquireRedis, type RedisTarget } from '../redis.js';
+import { measureRedisFloors, REDIS_FLOORS, type RedisFloors } from '../redis-floors.js';
 import {
   BULK_BATCH,
   type CaseDefinition,
@@ -21,7 +22,7 @@ import {
   quickScale,
   type Scale,
 } from './messaging/cases.js';
-import { type Connection, type Driver, PAYLOAD_BYTES } from './messaging/driver.js';
+import { type Connection, type Driver, jobData, PAYLOAD_BYTES } from './messaging/driver.js';
 import { createDriver, implementations, stratusCounterpart } from './messaging/implementations.js';
 import { type Contender, type RowSettings, runCase } from './messaging/runner.js';
 import { acquirePostgres, type PostgresTarget } from './messaging/servers.js';
@@ -142,6 +143,15 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
   let serial = 0;
   const nextName = () => `bench_${process.pid}_${++serial}`;
 
+  // One round trip through each Redis client, to read the Redis rows against.
+  const floors = async (when: string): Promise<RedisFloors | undefined> => {
+    const { redis } = servers;
+    if (redis.skip !== false) return undefined;
+    const measured = await measureRedisFloors(redis.url, JSON.stringify(jobData()));
+    options.log(`Redis floors ${when}: ${JSON.stringify(measured)}`);
+    return measured;
+  };
+
   const run = async () => {
     const results: CaseResult[] = [];
     const rows: Record<string, Record<string, RowSettings & { postgres?: string }>> = {};
@@ -150,6 +160,7 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
       `suite messaging: ${definitions.length} cases, ${scale.rounds} round(s), up to ${scale.jobs} jobs per ` +
         `throughput measurement`,
     );
+    const floorsAtStart = await floors('as the run starts');
     for (const definition of definitions) {
       const chosen: Contender[] = [];
       for (const [impl, implementation] of Object.entries(implementations)) {
@@ -181,8 +192,18 @@ async function prepare(options: SelfTimedOptions): Promise<PreparedSelfTimedSuit
         };
       }
     }
+    const floorsAtEnd = await floors('as the run ends');
     const settings = settingsOf(scale, definitions, servers, contenders.drivers, rows);
-    return { results, skipped, settings: { source, loadAverageAtStart, ...settings } };
+    return {
+      results,
+      skipped,
+      settings: {
+        source,
+        loadAverageAtStart,
+        floors: { what: REDIS_FLOORS, atStart: floorsAtStart, atEnd: floorsAtEnd },
+        ...settings,
+      },
+    };
   };
 
   return {

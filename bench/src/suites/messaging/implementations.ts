@@ -25,6 +25,8 @@ export const implementations: Record<string, Implementation> = {
   'pg-boss': { backend: 'postgres', versus: 'stratus-postgres', create: pgBossDriver },
   'graphile-worker': { backend: 'postgres', versus: 'stratus-postgres', create: graphileWorkerDriver },
   'stratus-redis': { backend: 'redis', create: (spec) => stratusDriver('redis', spec) },
+  // bee-queue's guarantees (no duplicate detection): a Stratus row of its own, read beside bee-queue's.
+  'stratus-redis-nodedup': { backend: 'redis', create: (spec) => stratusDriver('redis', spec, false) },
   bullmq: { backend: 'redis', versus: 'stratus-redis', create: bullmqDriver },
   'bee-queue': { backend: 'redis', versus: 'stratus-redis', create: beeQueueDriver },
 };

@@ -67,15 +67,22 @@ function required(value: string | undefined, what: string): string {
   return value;
 }
 
-export function stratusDriver(kind: BackendKind, spec: DriverSpec): Driver {
+/**
+ * `duplicates: false` turns duplicate detection off (`duplicateWindowMs: 0`): the guarantees of bee-queue, which has
+ * none, for a row beside the default one.
+ */
+export function stratusDriver(kind: BackendKind, spec: DriverSpec, duplicates = true): Driver {
   const backends = backendsFor(kind, spec);
+  const window = duplicates ? {} : { duplicateWindowMs: 0 };
   const shared = 'shared' in backends ? new Messaging({ backend: backends.shared }) : undefined;
   return {
     impl: spec.impl,
     backend: kind,
     description: {
       api: 'Messaging: queue().send / sendBatch, consume(queue, handler, { concurrency, prefetch })',
-      queue: 'defaults: duplicate detection on (10 min window), lock 30 s, 10 deliveries',
+      queue: duplicates
+        ? 'defaults: duplicate detection on (10 min window), lock 30 s, 10 deliveries'
+        : 'duplicate detection off (duplicateWindowMs 0), else the defaults: lock 30 s, 10 deliveries',
       consumer: `prefetch 0 unbatched; batched: prefetch ${STRATUS_BATCH} - concurrency`,
       ...(kind === 'sqlite'
         ? { database: 'one file per queue, WAL, synchronous NORMAL, group commit (the default)' }
@@ -92,7 +99,7 @@ export function stratusDriver(kind: BackendKind, spec: DriverSpec): Driver {
         new Messaging({ backend: (backends as { perQueue: (n: string) => MessageBackend }).perQueue(name) });
       await messaging.createQueue(
         name,
-        options.lockMs === undefined ? {} : { lockDurationMs: options.lockMs },
+        options.lockMs === undefined ? window : { ...window, lockDurationMs: options.lockMs },
       );
       const queue = messaging.queue<JobData>(name);
       return {
