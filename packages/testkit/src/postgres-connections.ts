@@ -107,16 +107,24 @@ export async function terminateWhileHeld(
   operation: (work: (client: pg.ClientBase) => Promise<void>) => Promise<unknown>,
 ): Promise<void> {
   const marker = "SELECT 'held between two statements'";
+  // pg_stat_activity shows the marker while it still runs: ending the connection then would fail the marker itself
+  // (57P01). Terminate only once its answer is back, when the connection is surely between two statements.
+  let markerAnswered!: () => void;
+  const answered = new Promise<void>((resolve) => {
+    markerAnswered = resolve;
+  });
   // Each failure is expected before the termination is confirmed: wait for it from the start.
   const betweenTwo = assert.rejects(
     operation(async (client) => {
       const gone = connectionEnded(client);
       await client.query(marker);
+      markerAnswered();
       await gone;
       await client.query('SELECT 1');
     }),
     /not queryable/,
   );
+  await Promise.race([answered, betweenTwo]);
   assert.equal(await terminateConnections(url, { statement: marker }), 1, 'the connection held between two');
   await betweenTwo;
 
