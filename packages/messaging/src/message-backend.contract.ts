@@ -471,6 +471,18 @@ export function messageBackendContract(
         assert.equal(dead?.expiresAt, T0 + 1000);
       });
 
+      it('skips an expired message in the middle of a pick and keeps the order of the rest', async () => {
+        const queue = await newQueue();
+        await backend.send(
+          queue,
+          [msg('a'), msg('gone', { expiresAt: T0 + 1000 }), msg('b'), msg('c'), msg('d')],
+          T0,
+        );
+        assert.deepEqual(await receiveIds(queue, T0 + 1000, 4), ['a', 'b', 'c', 'd']);
+        const [dead] = await backend.listDeadLetters(queue, { limit: 5 });
+        assert.equal(dead?.id, 'gone');
+      });
+
       it('applies the queue default TTL to messages sent without one', async () => {
         const queue = await newQueue({ defaultTtlMs: 2000 });
         await backend.send(queue, [msg('default'), msg('own', { expiresAt: T0 + 10_000 })], T0);
