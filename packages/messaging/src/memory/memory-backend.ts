@@ -176,13 +176,14 @@ export class MemoryMessageBackend implements MessageBackend {
       .filter((record) => record.sequence > after)
       .sort((a, b) => a.sequence - b.sequence)
       .slice(0, query.limit)
-      .map((record) => ({
-        ...stored(record),
-        deadLetterReason: record.deadLetterReason as string,
-        deadLetterDescription: record.deadLetterDescription,
-        deadLetteredAt: record.deadLetteredAt as number,
-        holdsSession: state.holdsSession(record),
-      }));
+      .map((record) =>
+        Object.assign(stored(record), {
+          deadLetterReason: record.deadLetterReason as string,
+          deadLetterDescription: record.deadLetterDescription,
+          deadLetteredAt: record.deadLetteredAt as number,
+          holdsSession: state.holdsSession(record),
+        }),
+      );
   }
 
   async resendDeadLetters(queue: string, sequences: readonly number[], now: number): Promise<number> {

@@ -49,5 +49,8 @@ export function stored(record: MessageRecord): StoredMessage {
 }
 
 export function delivered(record: MessageRecord): DeliveredMessage {
-  return { ...stored(record), lockToken: record.lockToken as string, lockedUntil: record.lockedUntil };
+  return Object.assign(stored(record), {
+    lockToken: record.lockToken as string,
+    lockedUntil: record.lockedUntil,
+  });
 }

@@ -209,13 +209,14 @@ export class PostgresMessageBackend implements MessageBackend {
       [queue, true, query.afterSequence ?? 0, query.limit],
       queue,
     );
-    return rows.map((row) => ({
-      ...stored(row, 'dead'),
-      deadLetterReason: row.dead_reason ?? '',
-      deadLetterDescription: row.dead_description ?? undefined,
-      deadLetteredAt: row.dead_at ?? 0,
-      holdsSession: row.holds_session,
-    }));
+    return rows.map((row) =>
+      Object.assign(stored(row, 'dead'), {
+        deadLetterReason: row.dead_reason ?? '',
+        deadLetterDescription: row.dead_description ?? undefined,
+        deadLetteredAt: row.dead_at ?? 0,
+        holdsSession: row.holds_session,
+      }),
+    );
   }
 
   async resendDeadLetters(queue: string, sequences: readonly number[], now: number): Promise<number> {

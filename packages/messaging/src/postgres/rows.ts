@@ -138,11 +138,10 @@ export function stored(row: MessageRow, state: MessageState): StoredMessage {
 }
 
 export function delivered(row: DeliveredRow): DeliveredMessage {
-  return {
-    ...stored(row, 'locked'),
+  return Object.assign(stored(row, 'locked'), {
     lockToken: `${row.sequence}:${row.lock_token}`,
     lockedUntil: row.locked_until,
-  };
+  });
 }
 
 export function queueSettings(row: QueueRow): QueueSettings {

@@ -50,16 +50,12 @@ class PayloadReader {
   }
 }
 
-/** The record's strings: lock token, session id, dead-letter reason and description. */
-function recordStrings(record: Buffer): string[] {
-  const strings: string[] = [];
+/** One of the record's strings: 0 lock token, 1 session id, 2 dead-letter reason, 3 description. */
+function recordString(record: Buffer, index: number): string {
   let offset = RECORD_STRINGS_OFFSET;
-  for (let i = 0; i < 4; i++) {
-    const length = record.readUInt32LE(offset);
-    strings.push(record.toString('utf8', offset + 4, offset + 4 + length));
-    offset += 4 + length;
-  }
-  return strings;
+  for (let i = 0; i < index; i++) offset += 4 + record.readUInt32LE(offset);
+  const length = record.readUInt32LE(offset);
+  return record.toString('utf8', offset + 4, offset + 4 + length);
 }
 
 /** What receive_messages returns (see scripts.ts), from reply[from] on. */
@@ -70,11 +66,15 @@ export function received(reply: ReceiveReply, from: number): ReceiveResult {
   const payloads = new PayloadReader();
   for (let i = from + 1; i < reply.length; i += 3) {
     const record = reply[i + 1] as Buffer;
-    messages.push({
-      ...storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
-      lockToken: recordStrings(record)[0] as string,
-      lockedUntil: record.readDoubleLE(LOCKED_UNTIL),
-    });
+    messages.push(
+      Object.assign(
+        storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
+        {
+          lockToken: recordString(record, 0),
+          lockedUntil: record.readDoubleLE(LOCKED_UNTIL),
+        },
+      ),
+    );
   }
   const due = reply[from] as Buffer | null;
   return { messages, nextDueAt: due === null ? undefined : Number(due.toString('latin1')) };
@@ -126,14 +126,17 @@ export function deadLetters(reply: readonly (Buffer | number)[]): DeadLetter[] {
   const holds = (reply[0] as Buffer).toString('latin1');
   for (let i = 1; i < reply.length; i += 3) {
     const record = reply[i + 1] as Buffer;
-    const [, , reason, description] = recordStrings(record);
-    letters.push({
-      ...storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
-      deadLetterReason: reason as string,
-      deadLetterDescription: record[HAS_DESCRIPTION] === 1 ? description : undefined,
-      deadLetteredAt: record.readDoubleLE(DEAD_LETTERED_AT),
-      holdsSession: holds[letters.length] === '1',
-    });
+    letters.push(
+      Object.assign(
+        storedMessage(reply[i] as number, record, payloads.read(record, reply[i + 2] as Buffer | number)),
+        {
+          deadLetterReason: recordString(record, 2),
+          deadLetterDescription: record[HAS_DESCRIPTION] === 1 ? recordString(record, 3) : undefined,
+          deadLetteredAt: record.readDoubleLE(DEAD_LETTERED_AT),
+          holdsSession: holds[letters.length] === '1',
+        },
+      ),
+    );
   }
   return letters;
 }

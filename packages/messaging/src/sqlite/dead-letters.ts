@@ -9,13 +9,14 @@ export function listDeadLetters(rows: QueueRows, queue: string, query: DeadLette
   return rows.database
     .prepare(SQL.deadLetters)
     .all<MessageRow & { holds_session: number | null }>(context.id, query.afterSequence ?? 0, query.limit)
-    .map((row) => ({
-      ...stored(row),
-      deadLetterReason: row.dead_reason as string,
-      deadLetterDescription: row.dead_description ?? undefined,
-      deadLetteredAt: row.dead_at as number,
-      holdsSession: row.holds_session !== null,
-    }));
+    .map((row) =>
+      Object.assign(stored(row), {
+        deadLetterReason: row.dead_reason as string,
+        deadLetterDescription: row.dead_description ?? undefined,
+        deadLetteredAt: row.dead_at as number,
+        holdsSession: row.holds_session !== null,
+      }),
+    );
 }
 
 /**

@@ -24,13 +24,14 @@ export function receiveNow(rows: QueueRows, queue: string, request: ReceiveReque
   const lockRow = (row: MessageRow) => {
     const lockToken = rows.lockToken(row.sequence);
     lock.run(lockToken, lockedUntil, row.sequence);
-    messages.push({
-      ...stored(row),
-      state: 'locked',
-      deliveryCount: row.delivery_count + 1,
-      lockToken,
-      lockedUntil,
-    });
+    messages.push(
+      Object.assign(stored(row), {
+        state: 'locked' as const,
+        deliveryCount: row.delivery_count + 1,
+        lockToken,
+        lockedUntil,
+      }),
+    );
   };
   const batch = request.sessionBatch ?? 1;
   let heads = 0;
