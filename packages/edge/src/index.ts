@@ -1,0 +1,10 @@
+export * from './balancers.js';
+export * from './config.js';
+export * from './config-file.js';
+export * from './errors.js';
+export type * from './events.js';
+export * from './gateway.js';
+export { normalizePath, RequestView } from './request-view.js';
+export { RetryBudget } from './retry-budget.js';
+export * from './server.js';
+export { Target, UPSTREAM_DEFAULTS, UpstreamPool } from './upstream-pool.js';

@@ -1,0 +1,75 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '@stratus/core';
+import { type ConfigWatcher, readGatewayConfigFile, watchGatewayConfig } from './config-file.js';
+import { Gateway } from './gateway.js';
+
+export interface GatewayServerOptions {
+  /** The config itself, or a JSON file that is watched and applied again whenever it changes. */
+  readonly config?: unknown;
+  readonly configFile?: string;
+  /** Default 0: any free port. */
+  readonly port?: number;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** Time a client has to send a whole request (default 30 s) and its headers (default 10 s). */
+  readonly requestTimeoutMs?: number;
+  readonly headersTimeoutMs?: number;
+  /** Idle keep-alive connections from clients are closed after this long (default 5 s). */
+  readonly keepAliveTimeoutMs?: number;
+  readonly clock?: Clock;
+}
+
+export interface GatewayServer {
+  readonly gateway: Gateway;
+  readonly server: Server;
+  /** http://host:port of the listener. */
+  readonly url: string;
+  /** The config file's watcher, when the gateway runs from a file. */
+  readonly watcher: ConfigWatcher | undefined;
+  /** Stops accepting, lets requests in flight finish, then closes the upstream connections. */
+  close(): Promise<void>;
+}
+
+/** A gateway on its own HTTP listener. */
+export async function startGateway(options: GatewayServerOptions): Promise<GatewayServer> {
+  if ((options.config === undefined) === (options.configFile === undefined))
+    throw new TypeError('startGateway: give exactly one of config and configFile');
+  const config =
+    options.configFile === undefined ? options.config : await readGatewayConfigFile(options.configFile);
+  const gateway = new Gateway({ config, ...(options.clock ? { clock: options.clock } : {}) });
+  const server = createServer(
+    {
+      requestTimeout: options.requestTimeoutMs ?? 30_000,
+      headersTimeout: options.headersTimeoutMs ?? 10_000,
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      // Request smuggling: a request with both Content-Length and Transfer-Encoding is refused by Node's parser.
+      insecureHTTPParser: false,
+    },
+    gateway.handle,
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const watcher =
+    options.configFile === undefined ? undefined : watchGatewayConfig(gateway, options.configFile);
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    gateway,
+    server,
+    url: `http://${host}:${address.port}`,
+    watcher,
+    async close() {
+      watcher?.close();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await closed;
+      await gateway.close();
+    },
+  };
+}
