@@ -15,14 +15,17 @@ if (existsSync(source)) {
     ['--conditions=stratus-source', '--import', import.meta.resolve('tsx'), source, ...args],
     { stdio: 'inherit' },
   );
-  // Ctrl-C reaches the child from the terminal already; a SIGTERM sent to this process alone is passed on.
+  // Ctrl-C reaches the child from the terminal already; SIGTERM and SIGHUP (reload, for `stratus gateway`) sent to
+  // this process alone are passed on.
   const ignore = () => {};
-  const forward = () => child.kill('SIGTERM');
+  const forward = (signal) => child.kill(signal);
   process.on('SIGINT', ignore);
   process.on('SIGTERM', forward);
+  process.on('SIGHUP', forward);
   child.on('exit', (code, signal) => {
     process.off('SIGINT', ignore);
     process.off('SIGTERM', forward);
+    process.off('SIGHUP', forward);
     if (signal === null) process.exit(code ?? 1);
     process.kill(process.pid, signal);
   });

@@ -4,8 +4,12 @@ import { EventStore, openEventStoreBackend } from '@stratus/eventsourcing';
 import { Messaging, openMessageBackend } from '@stratus/messaging';
 import { runDemo } from './demo/demo.js';
 import { openEventLog } from './event-log.js';
+import { checkGatewayFile, runGateway } from './gateway.js';
 import { listParked, parkedSelection } from './parked.js';
 import { listDeadLetters, selectDeadLetters, showQueues } from './queues.js';
+import { UsageError } from './usage-error.js';
+
+export { UsageError };
 
 const usage = `Usage: stratus <command> [options]
 
@@ -28,6 +32,14 @@ Commands:
           The events subscriptions and projections set aside after their handler kept failing: how
           many per subscription, or one subscription's (position, type, stream, when, why); or asks
           the running subscription to handle them again, in order, or drops them.
+  gateway <config.json> [--port <n>] [--host <address>] [--quiet]
+          An HTTP gateway serving the routes and upstreams of a JSON config file (schema in
+          @stratus/edge), applied again whenever the file changes or on SIGHUP; a file that does not
+          validate is refused and the last good config stays. Logs config changes and, unless
+          --quiet, one access-log line per request (pino JSON). Default 127.0.0.1:8080.
+  gateway check <config.json> [--against <running.json>]
+          Validates a config file: exit 0 if good, 1 listing every problem; with --against, also
+          prints the upstreams and routes it would add, remove or change.
   help    Show this text.
 
 The queue commands take --backend <url> (default $STRATUS_MESSAGING_URL, else sqlite:./.data/messages.db):
@@ -38,8 +50,6 @@ sqlite:<path> or postgres://...?schema=<schema>.
 
 const DEFAULT_BACKEND = 'sqlite:./.data/messages.db';
 const DEFAULT_EVENT_STORE = 'sqlite:./.data/events.db';
-
-export class UsageError extends Error {}
 
 function positiveNumber(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
   if (raw === undefined) return fallback;
@@ -60,6 +70,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (command === 'queues' || command === 'dead-letters') return queueCommand(command, rest);
   if (command === 'parked') return parkedCommand(rest);
+  if (command === 'gateway') {
+    if (rest[0] === 'check') return checkGatewayFile(rest.slice(1), (text) => process.stdout.write(text));
+    await (await runGateway(rest, process.stdout)).stopped;
+    return 0;
+  }
   if (command !== 'demo') throw new UsageError(`Unknown command "${command}"`);
   const { values } = parseArgs({
     args: [...rest],

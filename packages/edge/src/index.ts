@@ -1,5 +1,6 @@
 export * from './balancers.js';
 export * from './config.js';
+export * from './config-diff.js';
 export * from './config-file.js';
 export * from './errors.js';
 export type * from './events.js';

@@ -8,7 +8,16 @@ for (const peer of ['pg', 'ioredis', 'better-sqlite3', '@opentelemetry/api', 'pi
     `${peer} is installed: the check proves nothing`,
   );
 }
-for (const name of ['core', 'sql', 'resilience', 'messaging', 'data', 'eventsourcing', 'coordination']) {
+for (const name of [
+  'core',
+  'sql',
+  'resilience',
+  'messaging',
+  'data',
+  'eventsourcing',
+  'coordination',
+  'edge',
+]) {
   const module = await import(`@stratus/${name}`);
   assert.ok(Object.keys(module).length > 0, `@stratus/${name} exports nothing`);
 }

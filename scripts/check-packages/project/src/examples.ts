@@ -5,6 +5,7 @@ import * as cli from '@stratus/cli';
 import * as coordination from '@stratus/coordination';
 import * as core from '@stratus/core';
 import * as data from '@stratus/data';
+import * as edge from '@stratus/edge';
 import * as eventsourcing from '@stratus/eventsourcing';
 import * as messaging from '@stratus/messaging';
 import * as messagingTelemetry from '@stratus/messaging/opentelemetry';
@@ -95,6 +96,28 @@ const examples: Record<string, () => Promise<string>> = {
     const second = await leases.acquire({ name: 'leader', owner: 'b', ttlMs: 1000, now });
     assert.ok(first.acquired && !second.acquired);
     return `memory lease store: granted to a with fencing token ${first.grant.token}, refused to b`;
+  },
+
+  async edge() {
+    const { createServer } = await import('node:http');
+    const upstream = createServer((request, response) => response.end(`upstream saw ${request.url}`));
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const { port } = upstream.address() as { port: number };
+    const gateway = await edge.startGateway({
+      config: {
+        upstreams: { app: { targets: [`http://127.0.0.1:${port}`] } },
+        routes: [{ match: { prefix: '/api' }, upstream: 'app', rewrite: { prefix: '/' } }],
+      },
+    });
+    try {
+      const answer = await (await fetch(`${gateway.url}/api/x`)).text();
+      assert.equal(answer, 'upstream saw /x');
+      assert.equal((await fetch(`${gateway.url}/other`)).status, 404);
+      return `gateway routed /api/x: "${answer}"`;
+    } finally {
+      await gateway.close();
+      upstream.close();
+    }
   },
 
   async testkit() {

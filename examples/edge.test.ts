@@ -1,0 +1,3 @@
+import { testExamplesIn } from './run-examples.js';
+
+testExamplesIn('edge');
