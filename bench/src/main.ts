@@ -24,6 +24,7 @@ import { cacheSuite } from './suites/cache.js';
 import { conferenceSuite } from './suites/conference.js';
 import { coordinationSuite } from './suites/coordination.js';
 import { eventStoreSuite } from './suites/eventstore.js';
+import { gatewaySuite } from './suites/gateway.js';
 import { messagingSuite } from './suites/messaging.js';
 import { resilienceSuite } from './suites/resilience.js';
 
@@ -34,6 +35,7 @@ const suites: Record<string, Suite | SelfTimedSuite> = {
   cache: cacheSuite,
   coordination: coordinationSuite,
   conference: conferenceSuite,
+  gateway: gatewaySuite,
 };
 
 const quickSettings: HarnessSettings = {

@@ -50,8 +50,11 @@ export function forward(forwarding: Forwarding): void {
   let attempts = 0;
   let tried: Target | undefined;
   let current: Exchange | undefined;
+  let clientGone = false;
   response.on('close', () => {
-    if (!response.writableFinished) current?.abort(new Error('the client went away'));
+    if (response.writableFinished) return;
+    clientGone = true;
+    current?.abort(new Error('the client went away'));
   });
   const outcome = (status: number, target?: Target, error?: string): Outcome => ({
     status,
@@ -99,8 +102,9 @@ export function forward(forwarding: Forwarding): void {
       },
       (error: Error & { code?: string }) => {
         forwarding.clock.clearTimeout(timer);
+        // A client that went away is no fault of the target's.
+        if (clientGone) return forwarding.done(outcome(499, target, 'client-gone'));
         pool.failed(target);
-        if (response.destroyed) return forwarding.done(outcome(499, target, 'client-gone'));
         if (bodyless && attempts < route.attempts && budget.tryRetry()) return attempt();
         const timedOut = error.code !== undefined && TIMEOUTS.has(error.code);
         const status = timedOut ? 504 : 502;
@@ -129,10 +133,11 @@ export function forward(forwarding: Forwarding): void {
       forwarding.done(outcome(499, target, 'client-gone'));
       return;
     }
-    response.writeHead(status, clientHeaders(head.rawHeaders, requestId));
+    const { headers, sized } = clientHeaders(head.rawHeaders, requestId);
+    response.writeHead(status, headers);
     // A body of unknown length may be a stream (server-sent events) whose first bytes come much later: its head
     // goes out now. A sized body follows at once, in the same write as its head.
-    if (!response.hasHeader('content-length')) response.flushHeaders();
+    if (!sized) response.flushHeaders();
     exchange.pipe(response);
     response.once('close', () => forwarding.done(outcome(status, target)));
   };

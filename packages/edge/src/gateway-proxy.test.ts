@@ -182,6 +182,42 @@ describe('gateway proxying', () => {
   });
 });
 
+describe('gateway and clients that go away', () => {
+  it('does not hold a client that went away against the target', async () => {
+    const app = await startUpstream('app');
+    const held: (() => void)[] = [];
+    app.answer((_request, response) => held.push(() => response.end()));
+    const gateway = await startGateway({
+      config: {
+        upstreams: { app: { targets: [app.url], ejection: { consecutiveFailures: 1 } } },
+        routes: [{ upstream: 'app' }],
+      },
+    });
+    const events: string[] = [];
+    gateway.gateway.events.on((event) =>
+      events.push(event.type === 'request' ? `${event.status}` : event.type),
+    );
+    try {
+      const sockets = Array.from({ length: 3 }, () => {
+        const socket = connect(Number(new URL(gateway.url).port), '127.0.0.1');
+        socket.on('error', () => {});
+        socket.write('GET /wait HTTP/1.1\r\nHost: x\r\n\r\n');
+        return socket;
+      });
+      await waitUntil(() => held.length === 3, 'the upstream holds three requests');
+      for (const socket of sockets) socket.destroy();
+      await waitUntil(() => events.length === 3, 'three requests logged');
+      assert.deepEqual(events, ['499', '499', '499']);
+      app.answer(echo('app'));
+      assert.equal((await call(gateway.url, '/next')).status, 200);
+    } finally {
+      for (const release of held) release();
+      await gateway.close();
+      await app.close();
+    }
+  });
+});
+
 describe('gateway answers for unreachable upstreams', () => {
   it('answers 502 when no connection can be made, and 503 when no target is available', async () => {
     const gateway = await startGateway({

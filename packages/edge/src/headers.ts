@@ -70,27 +70,33 @@ function isEncrypted(request: IncomingMessage): boolean {
   return (request.socket as TLSSocket).encrypted === true;
 }
 
-/** The upstream's response headers for the client, as names and values in turn, hop-by-hop ones left out. */
-export function clientHeaders(rawHeaders: readonly Buffer[], requestId: string): string[] {
-  const out: string[] = [];
+/**
+ * The upstream's response headers for the client, as names and values in turn, hop-by-hop ones left out, and
+ * whether they give the body's length.
+ */
+export function clientHeaders(
+  rawHeaders: readonly Buffer[],
+  requestId: string,
+): { headers: string[]; sized: boolean } {
+  let headers: string[] = [];
   let listed: Set<string> | undefined;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (
-      (rawHeaders[i] as Buffer).length === 10 &&
-      (rawHeaders[i] as Buffer).toString('latin1').toLowerCase() === 'connection'
-    )
-      listed = listedIn((rawHeaders[i + 1] as Buffer).toString('latin1'));
-  }
+  let sized = false;
   let hasRequestId = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as Buffer).toString('latin1');
+    const value = (rawHeaders[i + 1] as Buffer).toString('latin1');
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
-    if (lower === 'x-request-id') hasRequestId = true;
-    out.push(name, (rawHeaders[i + 1] as Buffer).toString('latin1'));
+    if (lower === 'connection') listed = listedIn(value);
+    if (HOP_BY_HOP.has(lower)) continue;
+    if (lower === 'content-length') sized = true;
+    else if (lower === 'x-request-id') hasRequestId = true;
+    headers.push(name, value);
   }
-  if (!hasRequestId) out.push('x-request-id', requestId);
-  return out;
+  // Rare: a Connection header that names other headers, which are hop-by-hop too.
+  if (listed !== undefined)
+    headers = headers.filter((_, i) => !listed.has((headers[i - (i % 2)] as string).toLowerCase()));
+  if (!hasRequestId) headers.push('x-request-id', requestId);
+  return { headers, sized };
 }
 
 /** Whether a request carries a body (RFC 9112 §6.3): a Transfer-Encoding, or a Content-Length above 0. */
