@@ -64,8 +64,10 @@ describe('stratus gateway', () => {
   it('serves a config file, applies it again on SIGHUP, and stops on SIGTERM', async () => {
     const file = join(dir, 'gateway.json');
     writeFileSync(file, JSON.stringify(config(one.url)));
-    const child = spawn(process.execPath, [bin, 'gateway', file, '--port', '0'], {
+    const token = 'a-token-for-the-admin-api-of-32-chars+';
+    const child = spawn(process.execPath, [bin, 'gateway', file, '--port', '0', '--admin-port', '0'], {
       stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, STRATUS_GATEWAY_ADMIN_TOKEN: token },
     });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const next = async () => JSON.parse(String((await lines.next()).value)) as Record<string, unknown>;
@@ -73,6 +75,7 @@ describe('stratus gateway', () => {
       let line = await next();
       while (line.msg !== 'gateway listening') line = await next();
       const url = String(line.url);
+      const admin = String(line.admin);
       assert.equal(await (await fetch(`${url}/a`)).text(), 'one /a');
       const access = await next();
       assert.equal(access.msg, 'request');
@@ -85,6 +88,12 @@ describe('stratus gateway', () => {
       do line = await next();
       while (line.msg !== 'config applied');
       assert.equal(await (await fetch(`${url}/b`)).text(), 'two /b');
+      const metrics = await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(metrics.status, 200);
+      assert.match(
+        await metrics.text(),
+        /stratus_gateway_requests_total\{route="main",upstream="main",code="200"\} 2/,
+      );
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       assert.equal(await exited, 0);

@@ -32,11 +32,16 @@ Commands:
           The events subscriptions and projections set aside after their handler kept failing: how
           many per subscription, or one subscription's (position, type, stream, when, why); or asks
           the running subscription to handle them again, in order, or drops them.
-  gateway <config.json> [--port <n>] [--host <address>] [--quiet]
+  gateway <config.json> [--port <n>] [--host <address>] [--quiet] [--limits-store <url>]
           An HTTP gateway serving the routes and upstreams of a JSON config file (schema in
           @stratus/edge), applied again whenever the file changes or on SIGHUP; a file that does not
           validate is refused and the last good config stays. Logs config changes and, unless
           --quiet, one access-log line per request (pino JSON). Default 127.0.0.1:8080.
+          --limits-store redis://... or postgres://... (default $STRATUS_GATEWAY_LIMITS_URL) shares
+          the rate limits' counters with every gateway on it; without it they live in the process.
+          --admin-port <n> [--admin-host <address>] opens the admin listener: /health/live,
+          /health/ready, /metrics, and with $STRATUS_GATEWAY_ADMIN_TOKEN (32+ characters, required
+          off loopback) /admin/upstreams, /admin/config and POST /admin/reload.
   gateway check <config.json> [--against <running.json>]
           Validates a config file: exit 0 if good, 1 listing every problem; with --against, also
           prints the upstreams and routes it would add, remove or change.

@@ -68,8 +68,43 @@ export const HashKeySchema = Type.Union([
   Type.Literal('path'),
 ]);
 
+const LIMIT_NAME = '^[A-Za-z0-9_.-]+$';
+
+const RateLimitSchema = Type.Object(
+  {
+    algorithm: Type.Optional(
+      Type.Union([Type.Literal('gcra'), Type.Literal('sliding-window'), Type.Literal('fixed-window')], {
+        description: 'default gcra: a smooth rate with bursts up to `burst`',
+      }),
+    ),
+    limit: Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: 'requests per window' }),
+    windowMs: Duration('the window the limit counts over'),
+    burst: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: 'gcra only; default limit' }),
+    ),
+    key: Type.Optional(HashKeySchema),
+    onStoreFailure: Type.Optional(
+      Type.Union([Type.Literal('allow'), Type.Literal('refuse')], {
+        description: 'when the shared store cannot answer: let requests through (fail open) or answer 503',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const RouteSchema = Type.Object(
   {
+    rateLimit: Type.Optional(
+      Type.Union(
+        [
+          Type.String({ pattern: LIMIT_NAME }),
+          Type.Array(Type.String({ pattern: LIMIT_NAME }), { minItems: 1 }),
+        ],
+        {
+          description: 'the rate limits (by name) every request of the route counts against',
+        },
+      ),
+    ),
     name: Type.Optional(Type.String({ minLength: 1, description: 'defaults to route-<index>' })),
     match: Type.Optional(MatchSchema),
     upstream: Type.Optional(
@@ -181,6 +216,7 @@ export const GatewayConfigSchema = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
     upstreams: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]+$' }), UpstreamSchema),
+    rateLimits: Type.Optional(Type.Record(Type.String({ pattern: LIMIT_NAME }), RateLimitSchema)),
     routes: Type.Array(RouteSchema),
     retryBudget: Type.Optional(
       Type.Object(
@@ -200,6 +236,7 @@ export type RouteConfig = GatewayConfig['routes'][number];
 export type MatchConfig = Static<typeof MatchSchema>;
 export type UpstreamConfig = GatewayConfig['upstreams'][string];
 export type HashKey = Static<typeof HashKeySchema>;
+export type RateLimitConfig = Static<typeof RateLimitSchema>;
 export type ValueConditionConfig = Static<typeof ValueCondition>;
 
 const checker = TypeCompiler.Compile(GatewayConfigSchema);
@@ -237,6 +274,10 @@ function crossChecks(config: GatewayConfig): string[] {
     if (route.split?.every((s) => s.weight === 0))
       problems.push(`${at}/split: at least one weight must be above 0`);
     if (route.sticky && !route.split) problems.push(`${at}/sticky: only a split can be sticky`);
+    for (const limit of [route.rateLimit ?? []].flat()) {
+      if (!Object.hasOwn(config.rateLimits ?? {}, limit))
+        problems.push(`${at}/rateLimit: no rate limit named "${limit}"`);
+    }
     const match = route.match ?? {};
     if (match.prefix !== undefined && match.path !== undefined)
       problems.push(`${at}/match: give prefix or path, not both`);
@@ -268,6 +309,10 @@ function crossChecks(config: GatewayConfig): string[] {
       }
     }
   });
+  for (const [name, limit] of Object.entries(config.rateLimits ?? {})) {
+    if (limit.burst !== undefined && (limit.algorithm ?? 'gcra') !== 'gcra')
+      problems.push(`/rateLimits/${name}/burst: only the gcra algorithm takes a burst`);
+  }
   for (const [name, upstream] of Object.entries(config.upstreams)) {
     upstream.targets.forEach((target, index) => {
       const url = typeof target === 'string' ? target : target.url;

@@ -37,4 +37,11 @@ export interface RequestEvent extends GatewayEventBase {
   readonly error?: string;
 }
 
-export type GatewayEvent = TargetEvent | ConfigEvent | RequestEvent;
+/** A rate limit's shared store did not answer; the request went on or got 503, as the limit's onStoreFailure says. */
+export interface LimitStoreEvent extends GatewayEventBase {
+  readonly type: 'rate-limit-store-failed';
+  readonly limit: string;
+  readonly allowed: boolean;
+}
+
+export type GatewayEvent = TargetEvent | ConfigEvent | RequestEvent | LimitStoreEvent;

@@ -27,6 +27,8 @@ export interface Forwarding {
   readonly requestId: string;
   readonly budget: RetryBudget;
   readonly clock: Clock;
+  /** Headers the gateway adds to the answer (rate limit fields). */
+  readonly extraHeaders?: Readonly<Record<string, string>>;
   readonly done: (outcome: Outcome) => void;
 }
 
@@ -134,6 +136,8 @@ export function forward(forwarding: Forwarding): void {
       return;
     }
     const { headers, sized } = clientHeaders(head.rawHeaders, requestId);
+    const extra = forwarding.extraHeaders;
+    if (extra !== undefined) for (const name in extra) headers.push(name, extra[name] as string);
     response.writeHead(status, headers);
     // A body of unknown length may be a stream (server-sent events) whose first bytes come much later: its head
     // goes out now. A sized body follows at once, in the same write as its head.
@@ -146,7 +150,13 @@ export function forward(forwarding: Forwarding): void {
 }
 
 /** An answer of the gateway's own, as RFC 9457 problem details. */
-export function reply(response: ServerResponse, status: number, requestId: string, detail: string): void {
+export function reply(
+  response: ServerResponse,
+  status: number,
+  requestId: string,
+  detail: string,
+  headers?: Readonly<Record<string, string>>,
+): void {
   if (response.headersSent || response.destroyed) {
     response.destroy();
     return;
@@ -164,6 +174,7 @@ export function reply(response: ServerResponse, status: number, requestId: strin
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
     'x-request-id': requestId,
+    ...headers,
   });
   response.end(body);
 }

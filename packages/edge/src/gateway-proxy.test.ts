@@ -58,6 +58,19 @@ describe('gateway proxying', () => {
     assert.equal(answer.requestId, id);
   });
 
+  it('passes repeated response headers through, each Set-Cookie on its own', async () => {
+    app.answer((_request, response) => {
+      response.setHeader('set-cookie', ['a=1; HttpOnly', 'b=2; Secure']);
+      response.end('ok');
+    });
+    try {
+      const answer = await call(gateway.url, '/cookies');
+      assert.deepEqual(answer.headers['set-cookie'], ['a=1; HttpOnly', 'b=2; Secure']);
+    } finally {
+      app.answer(echo('app'));
+    }
+  });
+
   it('keeps a sane client request id and replaces one that is not', async () => {
     await call(gateway.url, '/h', { headers: { 'x-request-id': 'abc-123' } });
     assert.equal(app.seen.at(-1)?.headers['x-request-id'], 'abc-123');

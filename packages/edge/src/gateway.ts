@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, EventEmitter, systemClock } from '@stratus/core';
+import { MemoryRateLimitStore, type RateLimitStore } from '@stratus/resilience';
 import { type GatewayConfig, parseGatewayConfig } from './config.js';
 import { Dispatchers } from './dispatchers.js';
 import { GatewayConfigError } from './errors.js';
 import type { GatewayEvent } from './events.js';
-import { forward, type Outcome, reply } from './forward.js';
+import { type Forwarding, forward, type Outcome, reply } from './forward.js';
 import { requestIdOf } from './headers.js';
+import { checkLimits, limiterOf, type RouteLimit } from './limits.js';
 import { RequestView } from './request-view.js';
 import { RetryBudget } from './retry-budget.js';
 import { compileRoute, type Route } from './routes.js';
@@ -15,6 +17,11 @@ import { UpstreamPool } from './upstream-pool.js';
 export interface GatewayOptions {
   readonly config: GatewayConfig | unknown;
   readonly clock?: Clock;
+  /**
+   * Where rate limits keep their counters: a RedisRateLimitStore or PostgresRateLimitStore shares them with every
+   * gateway on the same store; default this process's memory.
+   */
+  readonly rateLimitStore?: RateLimitStore;
 }
 
 /** One config, compiled: what a request reads when it starts (a reload swaps the whole of it at once). */
@@ -40,11 +47,13 @@ export class Gateway {
   readonly events = new EventEmitter<GatewayEvent>();
   readonly clock: Clock;
   readonly #dispatchers = new Dispatchers();
+  readonly #rateLimitStore: RateLimitStore;
   #compiled: Compiled;
   #closed = false;
 
   constructor(options: GatewayOptions) {
     this.clock = options.clock ?? systemClock;
+    this.#rateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
     const config = parseGatewayConfig(options.config);
     this.#compiled = this.#compile(config, 1, new Map());
     for (const pool of this.#compiled.pools.values()) pool.start();
@@ -54,6 +63,11 @@ export class Gateway {
   /** The config now in force. */
   get config(): GatewayConfig {
     return this.#compiled.config;
+  }
+
+  /** True once close() was called: requests get 503. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** How many configs were applied so far (1 at start). */
@@ -114,7 +128,7 @@ export class Gateway {
     for (const route of compiled.routes) {
       const params: Record<string, string> = {};
       if (route.match(view, params)) {
-        forward({
+        const forwarding = {
           view,
           response,
           route,
@@ -123,13 +137,41 @@ export class Gateway {
           budget: compiled.budget,
           clock: this.clock,
           done,
-        });
+        };
+        if (route.limits.length === 0) forward(forwarding);
+        else void this.#limited(forwarding);
         return;
       }
     }
     reply(response, 404, requestId, 'No route matches the request.');
     done({ status: 404, attempts: 0, error: 'no-route' });
   };
+
+  /** Forwards a request once its route's rate limits let it through; else answers 429 (or 503) itself. */
+  async #limited(forwarding: Forwarding): Promise<void> {
+    const verdict = await checkLimits(forwarding.route.limits, forwarding.view);
+    const failed = verdict.allowed ? verdict.storeFailed : verdict.status === 503 ? verdict.limit : undefined;
+    if (failed !== undefined && this.events.active) {
+      this.events.emit({
+        component: 'gateway',
+        name: 'gateway',
+        type: 'rate-limit-store-failed',
+        at: this.clock.now(),
+        limit: failed,
+        allowed: verdict.allowed,
+      });
+    }
+    const { response, requestId, done } = forwarding;
+    if (verdict.allowed) {
+      forward({ ...forwarding, extraHeaders: verdict.headers });
+    } else if (verdict.status === 429) {
+      reply(response, 429, requestId, `Rate limit "${verdict.limit}" reached.`, verdict.headers);
+      done({ status: 429, attempts: 0, route: forwarding.route.name, error: 'rate-limited' });
+    } else {
+      reply(response, 503, requestId, `Rate limit "${verdict.limit}" cannot be checked now.`);
+      done({ status: 503, attempts: 0, route: forwarding.route.name, error: 'rate-limit-unavailable' });
+    }
+  }
 
   /** Stops health checks and closes the upstream connections once the requests in flight are done. */
   async close(): Promise<void> {
@@ -151,10 +193,16 @@ export class Gateway {
       );
     }
     const budget = config.retryBudget ?? BUDGET_DEFAULTS;
+    const limits = new Map<string, RouteLimit>(
+      Object.entries(config.rateLimits ?? {}).map(([name, limit]) => [
+        name,
+        { name, config: limit, limiter: limiterOf(name, limit, this.#rateLimitStore, this.clock) },
+      ]),
+    );
     return {
       version,
       config,
-      routes: config.routes.map((route, index) => compileRoute(route, index, pools)),
+      routes: config.routes.map((route, index) => compileRoute(route, index, pools, limits)),
       pools,
       budget: new RetryBudget(budget.ratio, budget.minPerSecond ?? BUDGET_DEFAULTS.minPerSecond, this.clock),
     };

@@ -1,3 +1,4 @@
+export * from './admin.js';
 export * from './balancers.js';
 export * from './config.js';
 export * from './config-diff.js';
@@ -5,6 +6,7 @@ export * from './config-file.js';
 export * from './errors.js';
 export type * from './events.js';
 export * from './gateway.js';
+export * from './metrics.js';
 export { normalizePath, RequestView } from './request-view.js';
 export { RetryBudget } from './retry-budget.js';
 export * from './server.js';

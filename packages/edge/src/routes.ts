@@ -1,5 +1,6 @@
 import { hash32, keyOf, RoundRobin } from './balancers.js';
 import type { RouteConfig } from './config.js';
+import type { RouteLimit } from './limits.js';
 import { compileMatch, type Matcher, pathSegments } from './matchers.js';
 import type { RequestView } from './request-view.js';
 import type { UpstreamPool } from './upstream-pool.js';
@@ -18,12 +19,15 @@ export interface Route {
   readonly timeoutMs: number;
   readonly attempts: number;
   readonly retryOn: ReadonlySet<number>;
+  /** The rate limits every request counts against, in order. */
+  readonly limits: readonly RouteLimit[];
 }
 
 export function compileRoute(
   config: RouteConfig,
   index: number,
   pools: ReadonlyMap<string, UpstreamPool>,
+  limits: ReadonlyMap<string, RouteLimit>,
 ): Route {
   const poolOf = (name: string) => pools.get(name) as UpstreamPool;
   return {
@@ -35,6 +39,7 @@ export function compileRoute(
     timeoutMs: config.timeoutMs ?? ROUTE_DEFAULTS.timeoutMs,
     attempts: config.retry?.attempts ?? 1,
     retryOn: new Set(config.retry?.on ?? ROUTE_DEFAULTS.retryOn),
+    limits: [config.rateLimit ?? []].flat().map((name) => limits.get(name) as RouteLimit),
   };
 }
 

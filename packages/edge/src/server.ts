@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '@stratus/core';
+import type { RateLimitStore } from '@stratus/resilience';
+import { type AdminOptions, type AdminServer, startAdmin } from './admin.js';
 import { type ConfigWatcher, readGatewayConfigFile, watchGatewayConfig } from './config-file.js';
 import { Gateway } from './gateway.js';
 
@@ -18,6 +20,10 @@ export interface GatewayServerOptions {
   /** Idle keep-alive connections from clients are closed after this long (default 5 s). */
   readonly keepAliveTimeoutMs?: number;
   readonly clock?: Clock;
+  /** Where rate limits keep their counters (see GatewayOptions.rateLimitStore). */
+  readonly rateLimitStore?: RateLimitStore;
+  /** An admin listener of its own: health, Prometheus metrics, and with a token the admin API. */
+  readonly admin?: AdminOptions;
 }
 
 export interface GatewayServer {
@@ -27,6 +33,8 @@ export interface GatewayServer {
   readonly url: string;
   /** The config file's watcher, when the gateway runs from a file. */
   readonly watcher: ConfigWatcher | undefined;
+  /** The admin listener, when `admin` was given. */
+  readonly admin: AdminServer | undefined;
   /** Stops accepting, lets requests in flight finish, then closes the upstream connections. */
   close(): Promise<void>;
 }
@@ -37,7 +45,11 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     throw new TypeError('startGateway: give exactly one of config and configFile');
   const config =
     options.configFile === undefined ? options.config : await readGatewayConfigFile(options.configFile);
-  const gateway = new Gateway({ config, ...(options.clock ? { clock: options.clock } : {}) });
+  const gateway = new Gateway({
+    config,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.rateLimitStore ? { rateLimitStore: options.rateLimitStore } : {}),
+  });
   const server = createServer(
     {
       requestTimeout: options.requestTimeoutMs ?? 30_000,
@@ -57,6 +69,15 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
   });
   const watcher =
     options.configFile === undefined ? undefined : watchGatewayConfig(gateway, options.configFile);
+  let admin: AdminServer | undefined;
+  try {
+    admin = options.admin === undefined ? undefined : await startAdmin(gateway, watcher, options.admin);
+  } catch (error) {
+    watcher?.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await gateway.close();
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
@@ -64,8 +85,10 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     server,
     url: `http://${host}:${address.port}`,
     watcher,
+    admin,
     async close() {
       watcher?.close();
+      await admin?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await closed;
