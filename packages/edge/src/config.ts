@@ -92,8 +92,90 @@ const RateLimitSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const HeaderName = Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$" });
+
+const AuthSchema = Type.Union([
+  Type.Object(
+    {
+      jwt: Type.Object(
+        {
+          jwksUrl: Type.String({
+            pattern: '^https?://',
+            description: 'where the signing keys are (fetched, cached, refetched for an unknown key id)',
+          }),
+          issuer: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1 })])),
+          audience: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1 })])),
+          algorithms: Type.Optional(
+            Type.Array(
+              Type.Union(
+                [
+                  'RS256',
+                  'RS384',
+                  'RS512',
+                  'PS256',
+                  'PS384',
+                  'PS512',
+                  'ES256',
+                  'ES384',
+                  'ES512',
+                  'EdDSA',
+                ].map((a) => Type.Literal(a)),
+              ),
+              { minItems: 1, description: 'asymmetric algorithms only (default RS256, PS256, ES256, EdDSA)' },
+            ),
+          ),
+          clockToleranceSec: Type.Optional(Type.Integer({ minimum: 0, maximum: 300 })),
+          jwksRefreshMinMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 3_600_000,
+              description:
+                'least time between two fetches of the key set (default 30 s): a flood of unknown key ids cannot make the gateway hammer the issuer',
+            }),
+          ),
+          cookie: Type.Optional(
+            Type.String({ minLength: 1, description: 'take the token from this cookie, not Authorization' }),
+          ),
+          claimsToHeaders: Type.Optional(
+            Type.Record(Type.String({ minLength: 1 }), HeaderName, {
+              description:
+                'claims forwarded upstream as headers; the same headers sent by clients are dropped',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      apiKeys: Type.Object(
+        {
+          header: Type.Optional(HeaderName),
+          keys: Type.Record(
+            Type.String({ pattern: '^sha256:[0-9a-f]{64}$' }),
+            Type.String({ pattern: '^[A-Za-z0-9_.@-]{1,128}$' }),
+            {
+              description: 'sha256:<hex of the key> -> the consumer it names (forwarded as x-consumer)',
+            },
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+]);
+
 const RouteSchema = Type.Object(
   {
+    auth: Type.Optional(
+      Type.String({
+        pattern: LIMIT_NAME,
+        description: 'the authenticator (by name) every request must pass',
+      }),
+    ),
     rateLimit: Type.Optional(
       Type.Union(
         [
@@ -217,6 +299,7 @@ export const GatewayConfigSchema = Type.Object(
     $schema: Type.Optional(Type.String()),
     upstreams: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]+$' }), UpstreamSchema),
     rateLimits: Type.Optional(Type.Record(Type.String({ pattern: LIMIT_NAME }), RateLimitSchema)),
+    auth: Type.Optional(Type.Record(Type.String({ pattern: LIMIT_NAME }), AuthSchema)),
     routes: Type.Array(RouteSchema),
     retryBudget: Type.Optional(
       Type.Object(
@@ -237,6 +320,7 @@ export type MatchConfig = Static<typeof MatchSchema>;
 export type UpstreamConfig = GatewayConfig['upstreams'][string];
 export type HashKey = Static<typeof HashKeySchema>;
 export type RateLimitConfig = Static<typeof RateLimitSchema>;
+export type AuthConfig = Static<typeof AuthSchema>;
 export type ValueConditionConfig = Static<typeof ValueCondition>;
 
 const checker = TypeCompiler.Compile(GatewayConfigSchema);
@@ -274,6 +358,8 @@ function crossChecks(config: GatewayConfig): string[] {
     if (route.split?.every((s) => s.weight === 0))
       problems.push(`${at}/split: at least one weight must be above 0`);
     if (route.sticky && !route.split) problems.push(`${at}/sticky: only a split can be sticky`);
+    if (route.auth !== undefined && !Object.hasOwn(config.auth ?? {}, route.auth))
+      problems.push(`${at}/auth: no authenticator named "${route.auth}"`);
     for (const limit of [route.rateLimit ?? []].flat()) {
       if (!Object.hasOwn(config.rateLimits ?? {}, limit))
         problems.push(`${at}/rateLimit: no rate limit named "${limit}"`);

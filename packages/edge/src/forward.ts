@@ -29,6 +29,8 @@ export interface Forwarding {
   readonly clock: Clock;
   /** Headers the gateway adds to the answer (rate limit fields). */
   readonly extraHeaders?: Readonly<Record<string, string>>;
+  /** Headers the gateway sets upstream from what it verified (claims, consumer), names and values in turn. */
+  readonly verified?: { readonly owned: ReadonlySet<string>; readonly headers: readonly string[] };
   readonly done: (outcome: Outcome) => void;
 }
 
@@ -45,7 +47,7 @@ export function forward(forwarding: Forwarding): void {
   const request = view.request;
   const pool = route.destination(view);
   const path = route.pathFor(view, params);
-  const headers = upstreamHeaders(view, requestId);
+  const headers = upstreamHeaders(view, requestId, forwarding.verified?.owned, forwarding.verified?.headers);
   const bodyless = !hasBody(request);
   const host = route.preserveHost ? request.headers.host : undefined;
   budget.request();

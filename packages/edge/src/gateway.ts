@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, EventEmitter, systemClock } from '@stratus/core';
-import { MemoryRateLimitStore, type RateLimitStore } from '@stratus/resilience';
+import { gcra, type LocalRateLimiter, MemoryRateLimitStore, type RateLimitStore } from '@stratus/resilience';
+import { type Authenticator, authenticatorOf } from './auth.js';
 import { type GatewayConfig, parseGatewayConfig } from './config.js';
 import { Dispatchers } from './dispatchers.js';
 import { GatewayConfigError } from './errors.js';
@@ -34,6 +35,7 @@ interface Compiled {
 }
 
 const BUDGET_DEFAULTS = { ratio: 0.2, minPerSecond: 10 } as const;
+const FAILED_AUTH_PER_MINUTE = 30;
 
 /**
  * Gateway Routing: one endpoint in front of many upstreams. `handle(request, response)` is a plain Node request
@@ -48,12 +50,23 @@ export class Gateway {
   readonly clock: Clock;
   readonly #dispatchers = new Dispatchers();
   readonly #rateLimitStore: RateLimitStore;
+  /** Failed authentications per client address: 30 a minute, then refused unchecked. */
+  readonly #failedAuth: LocalRateLimiter;
+  /** Authenticators by the JSON of their config: kept across reloads with their key sets and verified tokens. */
+  #authenticators = new Map<string, Authenticator>();
   #compiled: Compiled;
   #closed = false;
 
   constructor(options: GatewayOptions) {
     this.clock = options.clock ?? systemClock;
     this.#rateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
+    this.#failedAuth = gcra({
+      name: 'gateway-failed-auth',
+      limit: FAILED_AUTH_PER_MINUTE,
+      periodMs: 60_000,
+      clock: this.clock,
+      store: new MemoryRateLimitStore(),
+    });
     const config = parseGatewayConfig(options.config);
     this.#compiled = this.#compile(config, 1, new Map());
     for (const pool of this.#compiled.pools.values()) pool.start();
@@ -138,8 +151,8 @@ export class Gateway {
           clock: this.clock,
           done,
         };
-        if (route.limits.length === 0) forward(forwarding);
-        else void this.#limited(forwarding);
+        if (route.limits.length === 0 && route.auth === undefined) forward(forwarding);
+        else void this.#guarded(forwarding);
         return;
       }
     }
@@ -147,9 +160,36 @@ export class Gateway {
     done({ status: 404, attempts: 0, error: 'no-route' });
   };
 
-  /** Forwards a request once its route's rate limits let it through; else answers 429 (or 503) itself. */
-  async #limited(forwarding: Forwarding): Promise<void> {
-    const verdict = await checkLimits(forwarding.route.limits, forwarding.view);
+  /**
+   * Forwards a request once its route's authenticator and rate limits let it through; else answers 401, 429 (or
+   * 503) itself. A client whose credentials keep failing is refused unchecked for a while (429).
+   */
+  async #guarded(forwarding: Forwarding): Promise<void> {
+    const { response, requestId, done, route, view } = forwarding;
+    const auth = route.auth;
+    if (auth !== undefined) {
+      const client = view.ip;
+      if (this.#failedAuth.tryAcquire(client, 0).remaining <= 0) {
+        reply(response, 429, requestId, 'Too many failed authentications; try again later.', {
+          'retry-after': '60',
+        });
+        done({ status: 429, attempts: 0, route: route.name, error: 'auth-locked-out' });
+        return;
+      }
+      const checked = await auth.authenticate(view);
+      if (!checked.ok) {
+        this.#failedAuth.tryAcquire(client);
+        reply(response, 401, requestId, checked.detail, { 'www-authenticate': checked.challenge });
+        done({ status: 401, attempts: 0, route: route.name, error: 'unauthenticated' });
+        return;
+      }
+      forwarding = { ...forwarding, verified: { owned: auth.owns, headers: checked.headers } };
+    }
+    if (route.limits.length === 0) {
+      forward(forwarding);
+      return;
+    }
+    const verdict = await checkLimits(route.limits, view);
     const failed = verdict.allowed ? verdict.storeFailed : verdict.status === 503 ? verdict.limit : undefined;
     if (failed !== undefined && this.events.active) {
       this.events.emit({
@@ -161,7 +201,6 @@ export class Gateway {
         allowed: verdict.allowed,
       });
     }
-    const { response, requestId, done } = forwarding;
     if (verdict.allowed) {
       forward({ ...forwarding, extraHeaders: verdict.headers });
     } else if (verdict.status === 429) {
@@ -199,10 +238,19 @@ export class Gateway {
         { name, config: limit, limiter: limiterOf(name, limit, this.#rateLimitStore, this.clock) },
       ]),
     );
+    const authenticators = new Map<string, Authenticator>();
+    const kept = new Map<string, Authenticator>();
+    for (const [name, auth] of Object.entries(config.auth ?? {})) {
+      const key = JSON.stringify(auth);
+      const authenticator = this.#authenticators.get(key) ?? authenticatorOf(auth, this.clock);
+      authenticators.set(name, authenticator);
+      kept.set(key, authenticator);
+    }
+    this.#authenticators = kept;
     return {
       version,
       config,
-      routes: config.routes.map((route, index) => compileRoute(route, index, pools, limits)),
+      routes: config.routes.map((route, index) => compileRoute(route, index, pools, limits, authenticators)),
       pools,
       budget: new RetryBudget(budget.ratio, budget.minPerSecond ?? BUDGET_DEFAULTS.minPerSecond, this.clock),
     };

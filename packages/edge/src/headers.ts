@@ -32,10 +32,15 @@ function listedIn(connection: string | undefined): Set<string> | undefined {
 
 /**
  * The headers an upstream gets, as names and values in turn, without Host (set per target): the client's end-to-end
- * headers, then X-Forwarded-For (the client's address appended to any chain it sent), -Proto, -Host and the
- * request id.
+ * headers but those the gateway `owned` (set from what it verified), then X-Forwarded-For (the client's address
+ * appended to any chain it sent), -Proto, -Host, the request id, and the `added` ones.
  */
-export function upstreamHeaders(view: RequestView, requestId: string): string[] {
+export function upstreamHeaders(
+  view: RequestView,
+  requestId: string,
+  owned?: ReadonlySet<string>,
+  added?: readonly string[],
+): string[] {
   const request = view.request;
   const raw = request.rawHeaders;
   const listed = listedIn(view.header('connection'));
@@ -44,7 +49,7 @@ export function upstreamHeaders(view: RequestView, requestId: string): string[] 
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
+    if (HOP_BY_HOP.has(lower) || listed?.has(lower) || owned?.has(lower)) continue;
     if (REPLACED.has(lower)) {
       if (lower === 'x-forwarded-for')
         forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
@@ -63,6 +68,7 @@ export function upstreamHeaders(view: RequestView, requestId: string): string[] 
     'x-request-id',
     requestId,
   );
+  if (added !== undefined) out.push(...added);
   return out;
 }
 

@@ -1,3 +1,4 @@
+import type { Authenticator } from './auth.js';
 import { hash32, keyOf, RoundRobin } from './balancers.js';
 import type { RouteConfig } from './config.js';
 import type { RouteLimit } from './limits.js';
@@ -21,6 +22,8 @@ export interface Route {
   readonly retryOn: ReadonlySet<number>;
   /** The rate limits every request counts against, in order. */
   readonly limits: readonly RouteLimit[];
+  /** What every request must pass first, if anything. */
+  readonly auth: Authenticator | undefined;
 }
 
 export function compileRoute(
@@ -28,6 +31,7 @@ export function compileRoute(
   index: number,
   pools: ReadonlyMap<string, UpstreamPool>,
   limits: ReadonlyMap<string, RouteLimit>,
+  authenticators: ReadonlyMap<string, Authenticator>,
 ): Route {
   const poolOf = (name: string) => pools.get(name) as UpstreamPool;
   return {
@@ -40,6 +44,7 @@ export function compileRoute(
     attempts: config.retry?.attempts ?? 1,
     retryOn: new Set(config.retry?.on ?? ROUTE_DEFAULTS.retryOn),
     limits: [config.rateLimit ?? []].flat().map((name) => limits.get(name) as RouteLimit),
+    auth: config.auth === undefined ? undefined : authenticators.get(config.auth),
   };
 }
 
