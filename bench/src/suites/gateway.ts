@@ -5,9 +5,11 @@
  * proxy can pass on this box. Each proxy and the upstream are processes of their own; the implementations take turns
  * in a rotated order each round, and the median round is reported.
  */
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CaseResult, PreparedSelfTimedSuite, SelfTimedOptions, SelfTimedSuite } from '../harness.js';
+import { acquireRedis } from '../redis.js';
 import { median } from '../stats.js';
 import { UPSTREAM_BODY } from './gateway/body.js';
 import {
@@ -22,6 +24,10 @@ import {
 import { describeError, sourceVersion } from './self-timed.js';
 
 const here = join(import.meta.dirname, 'gateway');
+const OFFLOAD =
+  'the stratus row plus an RS256 JWT on every request (checked against a JWKS on loopback, verified tokens kept), ' +
+  'a GCRA rate limit shared through Redis (one script call per request; high enough never to refuse), and a pino ' +
+  'access-log line per request to a file';
 const CONNECTIONS = [50, 100] as const;
 
 interface Scale {
@@ -83,7 +89,9 @@ export const gatewaySuite: SelfTimedSuite = {
           skipped.push(
             'nginx: not installed (Debian: apt-get install nginx-light); the upstream is node:http',
           );
-        const rows: { impl: string; url: string }[] = [{ impl: 'direct', url: upstream.url }];
+        const rows: { impl: string; url: string; headers?: string[] }[] = [
+          { impl: 'direct', url: upstream.url },
+        ];
         const described: Record<string, string> = {
           direct: 'wrk straight to the upstream: the ceiling of this box',
         };
@@ -98,6 +106,30 @@ export const gatewaySuite: SelfTimedSuite = {
             skipped.push(`${impl.impl}: ${describeError(error)}`);
           }
         }
+        const redis = await acquireRedis();
+        if (redis.skip) skipped.push(`stratus-offload: ${redis.skip}`);
+        else {
+          started.push({ url: redis.url, stop: () => redis.close() });
+          const logDir = mkdtempSync(join(tmpdir(), 'stratus-bench-gateway-'));
+          started.push({ url: logDir, stop: async () => rmSync(logDir, { recursive: true, force: true }) });
+          try {
+            const running = await startNodeServer(join(here, 'stratus-gateway.ts'), [
+              upstream.url,
+              'offload',
+              redis.url,
+              join(logDir, 'access.log'),
+            ]);
+            started.push(running);
+            rows.push({
+              impl: 'stratus-offload',
+              url: running.url,
+              headers: [`Authorization: Bearer ${running.extra}`],
+            });
+            described['stratus-offload'] = OFFLOAD;
+          } catch (error) {
+            skipped.push(`stratus-offload: ${describeError(error)}`);
+          }
+        }
         const loadAtStart = loadavg().map((l) => Number(l.toFixed(2)));
         const results: CaseResult[] = [];
         const cases = CONNECTIONS.map((c) => `proxy-c${c}`).filter(
@@ -106,11 +138,11 @@ export const gatewaySuite: SelfTimedSuite = {
         for (const name of cases) {
           const connections = Number(name.slice('proxy-c'.length));
           const outcomes = new Map<string, LoadOutcome[]>(rows.map((row) => [row.impl, []]));
-          for (const row of rows) await wrk(row.url, connections, scale.warmupSeconds);
+          for (const row of rows) await wrk(row.url, connections, scale.warmupSeconds, row.headers);
           for (let round = 0; round < scale.rounds; round++) {
             for (let k = 0; k < rows.length; k++) {
               const row = rows[(k + round) % rows.length] as (typeof rows)[number];
-              const outcome = await wrk(row.url, connections, scale.seconds);
+              const outcome = await wrk(row.url, connections, scale.seconds, row.headers);
               if (outcome.errors > 0)
                 throw new Error(`${name} / ${row.impl}: ${outcome.errors} errors in a round`);
               outcomes.get(row.impl)?.push(outcome);
@@ -154,7 +186,8 @@ export const gatewaySuite: SelfTimedSuite = {
             bodyBytes: UPSTREAM_BODY.length,
             connections: CONNECTIONS,
             implementations: described,
-            reported: 'median round: req/s and wrk p50/p99; ratio = stratus ÷ row',
+            reported:
+              'median round: req/s and wrk p50/p99; ratio = stratus ÷ row (for stratus-offload: plain ÷ offloaded, so the offloaded share of plain proxying is its inverse)',
           },
         };
       },

@@ -12,6 +12,8 @@ const execFileAsync = promisify(execFile);
 
 export interface Running {
   readonly url: string;
+  /** What the READY line said after the URL, if anything. */
+  readonly extra?: string;
   stop(): Promise<void>;
 }
 
@@ -38,7 +40,7 @@ export async function startNodeServer(script: string, args: readonly string[] = 
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const url = await new Promise<string>((resolve, reject) => {
+  const ready = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${script} did not start within 30 s`)), 30_000);
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
     lines.on('line', (line) => {
@@ -47,7 +49,8 @@ export async function startNodeServer(script: string, args: readonly string[] = 
       resolve(line.slice('READY '.length).trim());
     });
   });
-  return { url, stop: () => stopped(child) };
+  const [url = '', ...rest] = ready.split(' ');
+  return { url, extra: rest.join(' ') || undefined, stop: () => stopped(child) };
 }
 
 async function freePort(): Promise<number> {
@@ -133,15 +136,25 @@ export interface LoadOutcome {
   readonly errors: number;
 }
 
-/** wrk, one thread, `connections` keep-alive connections for `seconds`, with its latency distribution. */
-export async function wrk(url: string, connections: number, seconds: number): Promise<LoadOutcome> {
-  const { stdout } = await execFileAsync(
-    'wrk',
-    ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url],
-    {
-      timeout: (seconds + 30) * 1000,
-    },
-  );
+/**
+ * wrk, one thread, `connections` keep-alive connections for `seconds`, each request with `headers` ("Name: value"),
+ * with its latency distribution.
+ */
+export async function wrk(
+  url: string,
+  connections: number,
+  seconds: number,
+  headers: readonly string[] = [],
+): Promise<LoadOutcome> {
+  const args = [
+    '-t1',
+    `-c${connections}`,
+    `-d${seconds}s`,
+    '--latency',
+    ...headers.flatMap((h) => ['-H', h]),
+    url,
+  ];
+  const { stdout } = await execFileAsync('wrk', args, { timeout: (seconds + 30) * 1000 });
   return parseWrk(stdout);
 }
 
