@@ -107,7 +107,7 @@ export const gatewaySuite: SelfTimedSuite = {
           }
         }
         const redis = await acquireRedis();
-        if (redis.skip) skipped.push(`stratus-offload: ${redis.skip}`);
+        if (redis.skip !== false) skipped.push(`stratus-offload: ${redis.skip}`);
         else {
           started.push({ url: redis.url, stop: () => redis.close() });
           const logDir = mkdtempSync(join(tmpdir(), 'stratus-bench-gateway-'));
