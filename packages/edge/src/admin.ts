@@ -5,7 +5,7 @@ import { InvalidOptionsError } from '@stratus/core';
 import { gcra, type LocalRateLimiter, MemoryRateLimitStore } from '@stratus/resilience';
 import type { ConfigWatcher } from './config-file.js';
 import type { Gateway } from './gateway.js';
-import { collectGatewayMetrics, type GatewayMetrics } from './metrics.js';
+import type { GatewayMetrics } from './metrics.js';
 
 export interface AdminOptions {
   /** Default 0: any free port. */
@@ -64,6 +64,8 @@ export async function startAdmin(
     throw new InvalidOptionsError('admin.token', `expected at least ${MIN_TOKEN_LENGTH} characters`);
   if (token === undefined && !isLoopback(host))
     throw new InvalidOptionsError('admin.token', `a token is required for an admin listener on ${host}`);
+  // prom-client is an optional peer: loaded only by the admin listener, so the rest of the package runs without it.
+  const { collectGatewayMetrics } = await import('./metrics.js');
   const metrics = collectGatewayMetrics(gateway);
   const failures: LocalRateLimiter = gcra({
     name: 'gateway-admin-failed-tokens',

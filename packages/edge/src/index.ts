@@ -6,7 +6,6 @@ export * from './config-file.js';
 export * from './errors.js';
 export type * from './events.js';
 export * from './gateway.js';
-export * from './metrics.js';
 export { normalizePath, RequestView } from './request-view.js';
 export { RetryBudget } from './retry-budget.js';
 export * from './server.js';
