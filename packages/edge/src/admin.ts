@@ -1,10 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { isIP } from 'node:net';
 import { InvalidOptionsError } from '@stratus/core';
-import { gcra, type LocalRateLimiter, MemoryRateLimitStore } from '@stratus/resilience';
 import type { ConfigWatcher } from './config-file.js';
 import type { Gateway } from './gateway.js';
+import { listen, stopListening } from './listen.js';
+import { Lockout } from './lockout.js';
 import type { GatewayMetrics } from './metrics.js';
 
 export interface AdminOptions {
@@ -67,12 +67,7 @@ export async function startAdmin(
   // prom-client is an optional peer: loaded only by the admin listener, so the rest of the package runs without it.
   const { collectGatewayMetrics } = await import('./metrics.js');
   const metrics = collectGatewayMetrics(gateway);
-  const failures: LocalRateLimiter = gcra({
-    name: 'gateway-admin-failed-tokens',
-    limit: FAILED_TOKENS_PER_MINUTE,
-    periodMs: 60_000,
-    store: new MemoryRateLimitStore(),
-  });
+  const failures = new Lockout('gateway-admin-failed-tokens', FAILED_TOKENS_PER_MINUTE);
 
   const send = (response: ServerResponse, status: number, body: unknown, type = 'application/json') => {
     const text = typeof body === 'string' ? body : JSON.stringify(body);
@@ -91,14 +86,14 @@ export async function startAdmin(
       send(response, 404, { error: 'not found' });
       return false;
     }
-    if (failures.tryAcquire(client, 0).remaining <= 0) {
+    if (failures.locked(client)) {
       send(response, 429, { error: 'too many wrong tokens; try again later' });
       return false;
     }
     const given = Buffer.from(/^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '');
     const expected = Buffer.from(token);
     if (given.length === expected.length && timingSafeEqual(given, expected)) return true;
-    failures.tryAcquire(client);
+    failures.failed(client);
     response.setHeader('www-authenticate', 'Bearer');
     send(response, 401, { error: 'a valid bearer token is required' });
     return false;
@@ -133,7 +128,7 @@ export async function startAdmin(
     }
     if (path === '/metrics' && method === 'GET') {
       const client = request.socket.remoteAddress ?? '';
-      if (token === undefined ? !isLoopback(client) || isIP(client) === 0 : !authorised(request, response)) {
+      if (token === undefined ? !isLoopback(client) : !authorised(request, response)) {
         if (!response.headersSent)
           send(response, 403, { error: 'metrics are served to loopback clients only' });
         return;
@@ -162,24 +157,14 @@ export async function startAdmin(
     }
   };
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as { address: string; port: number; family: string };
-  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = await listen(server, options.port ?? 0, host);
   return {
     server,
-    url: `http://${shown}:${address.port}`,
+    url,
     metrics,
     async close() {
       metrics.stop();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await closed;
+      await stopListening(server);
     },
   };
 }

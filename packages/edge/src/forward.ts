@@ -55,11 +55,17 @@ export function forward(forwarding: Forwarding): void {
   let tried: Target | undefined;
   let current: Exchange | undefined;
   let clientGone = false;
-  response.on('close', () => {
-    if (response.writableFinished) return;
-    clientGone = true;
-    current?.abort(new Error('the client went away'));
+  /** The outcome of an answer being streamed, logged when the response closes. */
+  let streamed: Outcome | undefined;
+  response.once('close', () => {
+    if (!response.writableFinished) {
+      clientGone = true;
+      current?.abort(new Error('the client went away'));
+    }
+    if (streamed !== undefined) forwarding.done(streamed);
   });
+  /** Another attempt: only without a body, within the route's attempts and the retry budget. */
+  const mayRetry = () => bodyless && attempts < route.attempts && budget.tryRetry();
   const outcome = (status: number, target?: Target, error?: string): Outcome => ({
     status,
     attempts,
@@ -109,7 +115,7 @@ export function forward(forwarding: Forwarding): void {
         // A client that went away is no fault of the target's.
         if (clientGone) return forwarding.done(outcome(499, target, 'client-gone'));
         pool.failed(target);
-        if (bodyless && attempts < route.attempts && budget.tryRetry()) return attempt();
+        if (mayRetry()) return attempt();
         const timedOut = error.code !== undefined && TIMEOUTS.has(error.code);
         const status = timedOut ? 504 : 502;
         reply(
@@ -127,7 +133,7 @@ export function forward(forwarding: Forwarding): void {
     const status = head.status;
     if (status >= 500) pool.failed(target);
     else pool.succeeded(target);
-    if (route.retryOn.has(status) && bodyless && attempts < route.attempts && budget.tryRetry()) {
+    if (route.retryOn.has(status) && mayRetry()) {
       exchange.discard();
       attempt();
       return;
@@ -145,7 +151,7 @@ export function forward(forwarding: Forwarding): void {
     // goes out now. A sized body follows at once, in the same write as its head.
     if (!sized) response.flushHeaders();
     exchange.pipe(response);
-    response.once('close', () => forwarding.done(outcome(status, target)));
+    streamed = outcome(status, target);
   };
 
   attempt();

@@ -5,7 +5,14 @@ import { after, before, describe, it } from 'node:test';
 import { VirtualClock, waitUntil } from '@stratus/testkit';
 import { request as undiciRequest } from 'undici';
 import { type GatewayServer, startGateway } from './index.js';
-import { call, deadUrl, echo, startUpstream, type TestUpstream } from './upstream.test-support.js';
+import {
+  call,
+  deadUrl,
+  echo,
+  rawExchange,
+  startUpstream,
+  type TestUpstream,
+} from './upstream.test-support.js';
 
 describe('gateway proxying', () => {
   let app: TestUpstream;
@@ -252,19 +259,3 @@ describe('gateway answers for unreachable upstreams', () => {
     }
   });
 });
-
-/** Writes raw bytes to the gateway and reads until it closes or goes quiet. */
-function rawExchange(base: string, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(new URL(base).port), '127.0.0.1');
-    let data = '';
-    socket.setTimeout(2_000, () => socket.destroy());
-    socket.on('data', (chunk) => {
-      data += chunk.toString('latin1');
-    });
-    socket.on('close', () => resolve(data));
-    socket.on('error', reject);
-    // Not end(): a half-closed client may get no answer. Every request here ends with Connection: close or a 400.
-    socket.write(bytes);
-  });
-}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, EventEmitter, systemClock } from '@stratus/core';
-import { gcra, type LocalRateLimiter, MemoryRateLimitStore, type RateLimitStore } from '@stratus/resilience';
+import { MemoryRateLimitStore, type RateLimitStore } from '@stratus/resilience';
 import { type Authenticator, authenticatorOf } from './auth.js';
 import { type GatewayConfig, parseGatewayConfig } from './config.js';
 import { Dispatchers } from './dispatchers.js';
@@ -10,6 +10,7 @@ import type { GatewayEvent } from './events.js';
 import { type Forwarding, forward, type Outcome, reply } from './forward.js';
 import { requestIdOf } from './headers.js';
 import { checkLimits, limiterOf, type RouteLimit } from './limits.js';
+import { Lockout } from './lockout.js';
 import { RequestView } from './request-view.js';
 import { RetryBudget } from './retry-budget.js';
 import { compileRoute, type Route } from './routes.js';
@@ -51,7 +52,7 @@ export class Gateway {
   readonly #dispatchers = new Dispatchers();
   readonly #rateLimitStore: RateLimitStore;
   /** Failed authentications per client address: 30 a minute, then refused unchecked. */
-  readonly #failedAuth: LocalRateLimiter;
+  readonly #failedAuth: Lockout;
   /** Authenticators by the JSON of their config: kept across reloads with their key sets and verified tokens. */
   #authenticators = new Map<string, Authenticator>();
   #compiled: Compiled;
@@ -60,13 +61,7 @@ export class Gateway {
   constructor(options: GatewayOptions) {
     this.clock = options.clock ?? systemClock;
     this.#rateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
-    this.#failedAuth = gcra({
-      name: 'gateway-failed-auth',
-      limit: FAILED_AUTH_PER_MINUTE,
-      periodMs: 60_000,
-      clock: this.clock,
-      store: new MemoryRateLimitStore(),
-    });
+    this.#failedAuth = new Lockout('gateway-failed-auth', FAILED_AUTH_PER_MINUTE, this.clock);
     const config = parseGatewayConfig(options.config);
     this.#compiled = this.#compile(config, 1, new Map());
     for (const pool of this.#compiled.pools.values()) pool.start();
@@ -169,7 +164,7 @@ export class Gateway {
     const auth = route.auth;
     if (auth !== undefined) {
       const client = view.ip;
-      if (this.#failedAuth.tryAcquire(client, 0).remaining <= 0) {
+      if (this.#failedAuth.locked(client)) {
         reply(response, 429, requestId, 'Too many failed authentications; try again later.', {
           'retry-after': '60',
         });
@@ -178,7 +173,7 @@ export class Gateway {
       }
       const checked = await auth.authenticate(view);
       if (!checked.ok) {
-        this.#failedAuth.tryAcquire(client);
+        this.#failedAuth.failed(client);
         reply(response, 401, requestId, checked.detail, { 'www-authenticate': checked.challenge });
         done({ status: 401, attempts: 0, route: route.name, error: 'unauthenticated' });
         return;

@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Clock } from '@stratus/core';
 import type { RateLimitStore } from '@stratus/resilience';
 import { type AdminOptions, type AdminServer, startAdmin } from './admin.js';
 import { type ConfigWatcher, readGatewayConfigFile, watchGatewayConfig } from './config-file.js';
 import { Gateway } from './gateway.js';
+import { listen, stopListening } from './listen.js';
 
 export interface GatewayServerOptions {
   /** The config itself, or a JSON file that is watched and applied again whenever it changes. */
@@ -60,13 +60,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     },
     gateway.handle,
   );
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  const url = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
   const watcher =
     options.configFile === undefined ? undefined : watchGatewayConfig(gateway, options.configFile);
   let admin: AdminServer | undefined;
@@ -74,24 +68,20 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     admin = options.admin === undefined ? undefined : await startAdmin(gateway, watcher, options.admin);
   } catch (error) {
     watcher?.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await stopListening(server);
     await gateway.close();
     throw error;
   }
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     gateway,
     server,
-    url: `http://${host}:${address.port}`,
+    url,
     watcher,
     admin,
     async close() {
       watcher?.close();
       await admin?.close();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await closed;
+      await stopListening(server);
       await gateway.close();
     },
   };

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { request as undiciRequest } from 'undici';
 
 /** A real HTTP server on loopback standing in for a service behind the gateway. */
@@ -86,4 +86,20 @@ export async function call(
     text,
     json: <T>() => JSON.parse(text) as T,
   };
+}
+
+/** Writes raw bytes to the gateway and reads until it closes or goes quiet. */
+export function rawExchange(base: string, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(new URL(base).port), '127.0.0.1');
+    let data = '';
+    socket.setTimeout(2_000, () => socket.destroy());
+    socket.on('data', (chunk) => {
+      data += chunk.toString('latin1');
+    });
+    socket.on('close', () => resolve(data));
+    socket.on('error', reject);
+    // Not end(): a half-closed client may get no answer. Every request here ends with Connection: close or a 400.
+    socket.write(bytes);
+  });
 }
